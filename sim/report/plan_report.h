@@ -1,0 +1,26 @@
+// Human and JSON renderings of a KV cache plan (what `kvsim layout` prints, and what the
+// viewer's Plan panel shows in text form).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/page_planner.h"
+#include "sim/scenario/scenario.h"
+
+namespace kvsim {
+
+std::string FormatPlan(const Scenario& scenario, const KvCachePlan& plan);
+nlohmann::json PlanToJson(const Scenario& scenario, const KvCachePlan& plan);
+
+// "1,234,567"
+std::string WithCommas(int64_t v);
+// "16 KiB", "1.5 GiB"
+std::string HumanBytes(double bytes);
+// Compact layer list: "L1 L5 L9 … (12 layers)".
+std::string LayerList(const KvCachePlan& plan, const std::vector<int>& layers, size_t max_shown);
+// "[L,B,H,N,C] = [1,31782,1,1056,1024]  strides (B) ... in physical order"
+std::string DescribeLayout(const KvLayout& layout);
+
+}  // namespace kvsim

@@ -1,0 +1,46 @@
+// Scenario: one experiment, parsed once from YAML into typed structs. Sections:
+//   name, description, seed     identity and the root of all randomness
+//   include                     files merged underneath this one (relative paths)
+//   model                       `preset` (scenarios/models/<name>.yaml) or `layers`; `draft`
+//   parallel                    tp
+//   cache                       block size, pack size, KV dtype, layout, memory, Mamba mode...
+//   scheduler                   token budget and sequence limit
+// Everything else in kvsim reads these structs, never YAML.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/page_planner.h"
+#include "sim/config/config_tree.h"
+
+namespace kvsim {
+
+struct SchedulerConfig {
+  int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 1024;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string source;  // file the scenario came from ("<built-in>/..." for embedded ones)
+  uint64_t seed = 0;
+
+  std::string model_preset;  // empty when layers were given inline
+  ModelSpec model;
+  std::optional<ModelSpec> draft;
+  PlannerConfig cache;  // parallel.tp and cache.* (and the scheduler's token budget)
+  SchedulerConfig scheduler;
+
+  ConfigNode tree;  // the merged tree the structs came from (after includes and overrides)
+
+  Result<KvCachePlan> Plan() const {
+    return PlanKvCache(model, draft ? &*draft : nullptr, cache);
+  }
+};
+
+}  // namespace kvsim
