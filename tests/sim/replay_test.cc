@@ -100,7 +100,7 @@ KvCacheManagerConfig Cfg(const std::string& hybrid, int64_t bs, int64_t blocks, 
   return c.value();
 }
 
-TEST_CASE("--concurrency 1 equals the default mode", "[replay][property]") {
+TEST_CASE("Concurrency 1 equals the default mode", "[replay][property]") {
   const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
   const std::string hybrid = GENERATE(std::string(""), std::string("swa:64"),
                                       std::string("mamba-align"), std::string("mamba-all"));
