@@ -49,6 +49,23 @@ bool SameAllocation(const KvCacheSpec& a, const KvCacheSpec& b) {
   return a == b;
 }
 
+// Errors about one layer lead with the key a user changes to fix them: parallel.tp for TP
+// divisions, the layers list otherwise. The sim layer maps the key to a file and line.
+Status LayerError(const Status& s, const ModelSpec& model, const LayerSpec* layer,
+                  bool is_draft) {
+  const int64_t i = layer - model.layers.data();
+  const std::string name = (is_draft ? "D" : "L") + std::to_string(i + 1);
+  const std::string key = s.code() == "tp_not_divisible"
+                              ? "parallel.tp"
+                              : (is_draft ? "model.draft.layers" : "model.layers");
+  const std::string_view kind = layer->kind == LayerKind::kMamba
+                                    ? MambaMixerName(layer->mamba.mixer)
+                                    : LayerKindName(layer->kind);
+  return Status::Error(s.code(), key + ": layer " + name + " (" + std::string(kind) + ") of " +
+                                     (model.name.empty() ? "the model" : model.name) + ": " +
+                                     s.message());
+}
+
 // UniformTypeKVCacheSpecs.is_uniform_type (§1.4, §3.1): one block size, and one type that
 // needs the same token slots: full attention (MLAAttentionSpec is a FullAttentionSpec, and
 // windows do not matter), sliding windows of one size, chunks of one size, or Mamba with the
@@ -306,12 +323,12 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   if (first_mamba) {
     auto m_spec = first_mamba->ToKvCacheSpec(config.tp, block_size, config.kv_dtype, model_dtype,
                                              nspec);
-    if (!m_spec.ok()) return m_spec.status();
+    if (!m_spec.ok()) return LayerError(m_spec.status(), target, first_mamba, false);
     const int64_t m = m_spec->mamba_state_bytes();
     plan.mamba_real_page_bytes = m;
     if (m > 0 && first_attn) {
       auto a_spec = first_attn->ToKvCacheSpec(config.tp, 1, config.kv_dtype, model_dtype, nspec);
-      if (!a_spec.ok()) return a_spec.status();
+      if (!a_spec.ok()) return LayerError(a_spec.status(), target, first_attn, false);
       KvCacheSpec one = a_spec.value();
       if (one.kind != LayerKind::kMla) one.kind = LayerKind::kFullAttention;
       const int64_t a1 = one.real_page_bytes() * config.attn_pack_size;
@@ -361,15 +378,17 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
       const bool mamba = l.kind == LayerKind::kMamba;
       auto spec = l.ToKvCacheSpec(config.tp, mamba ? mamba_block : block_size, config.kv_dtype,
                                   model.dtype, nspec);
-      if (!spec.ok()) return spec.status();
+      if (!spec.ok()) return LayerError(spec.status(), model, &l, is_draft);
       PlannedLayer pl;
       pl.name = (is_draft ? "D" : "L") + std::to_string(i + 1);
       pl.is_draft = is_draft;
       pl.spec = spec.value();
       if (mamba && mamba_padded > 0) pl.spec.page_size_padded = mamba_padded;
       if (pl.spec.is_attention() && pl.spec.content_bytes() <= 0) {
-        return Status::Error("invalid_config", "layer " + pl.name + ": attention layer with " +
-                                                   "no KV bytes (check head_size and dtype)");
+        return LayerError(Status::Error("invalid_config",
+                                        "an attention layer with no KV bytes (check head_size "
+                                        "and dtype)"),
+                          model, &l, is_draft);
       }
       plan.layers.push_back(std::move(pl));
     }
@@ -493,7 +512,9 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
       specs.push_back(p.spec);
       names.push_back(p.name);
     }
-    if (Status s = UnifyPageSizes(specs, names, config.semantics); !s.ok()) return s;
+    if (Status s = UnifyPageSizes(specs, names, config.semantics); !s.ok()) {
+      return Status::Error(s.code(), (draft ? "model.draft: " : "model: ") + s.message());
+    }
     for (size_t i = 0; i < pseudo.size(); ++i) pseudo[i].spec = specs[i];
     plan.page_bytes = specs[0].page_bytes();
     // Bucket by identical spec, in order of first appearance (§3.2).
@@ -632,9 +653,12 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   if (plan.num_blocks < 2) {
     return Status::Error(
         "kv_memory_too_small",
-        "cache.kv_memory_bytes = " + std::to_string(config.kv_memory_bytes) +
-            " holds fewer than 2 blocks of " + Bytes(plan.block_bytes) +
-            " (one is the null block)");
+        config.num_gpu_blocks > 0
+            ? "cache.num_gpu_blocks: " + std::to_string(config.num_gpu_blocks) +
+                  " blocks leave none usable (block 0 is the null block); give at least 2"
+            : "cache.kv_memory_bytes: " + std::to_string(config.kv_memory_bytes) +
+                  " B holds fewer than 2 blocks of " + Bytes(plan.block_bytes) +
+                  " (one is the null block)");
   }
   for (auto& t : plan.tensors) {
     const KvCacheSpec& s = plan.layers[t.shared_by[0]].spec;
