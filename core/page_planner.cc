@@ -367,6 +367,11 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
                "packing attention layers (PR #35703) needs a hybrid attention + Mamba model; "
                "this model is " + std::string(first_mamba ? "Mamba-only" : "attention-only"));
   }
+  if (config.attn_pack_size >= 8) {
+    // PR #35703 warns here too: a pack this large wastes memory in short packs and padding.
+    plan.warnings.push_back("attn_pack_size " + std::to_string(config.attn_pack_size) +
+                            " >= 8 may waste KV memory (short packs, Mamba padding)");
+  }
   plan.attn_block_size = first_attn ? block_size : 0;
   plan.mamba_block_size = first_mamba ? mamba_block : 0;
   plan.mamba_padded_page_bytes = mamba_padded;

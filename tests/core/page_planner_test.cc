@@ -679,6 +679,14 @@ TEST_CASE("§8.11 attention pack (PR #35703): Full D32 pages, pack 2 = M16") {
     CHECK(p.layers[LayerIndex(p, "L4")].pack_member == 0);
     CHECK(p.layers[LayerIndex(p, "L3")].pack_member == 1);
   }
+  SECTION("pack 8 plans, with vLLM's memory-waste warning") {
+    PlannerConfig c = Config(avail * 8);
+    c.attn_pack_size = 8;
+    const KvCachePlan p = MustPlan(Model(Concat({Mamba16()}, Repeat(a32, 9))), c);
+    CHECK(p.attn_token_bytes == 512 * 8);
+    CHECK_FALSE(p.warnings.empty());
+    CHECK(QwenPlan(Qwen35_35B(), 1, 1).warnings.empty());
+  }
   SECTION("packs need a hybrid model") {
     PlannerConfig c = Config(avail);
     c.attn_pack_size = 2;
