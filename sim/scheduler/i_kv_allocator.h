@@ -13,6 +13,10 @@
 //    and returns true, or changes nothing and returns false ("out of blocks" is a normal
 //    answer, not an error). `full_sequence_must_fit` first checks that the whole prompt fits;
 //    `apply_watermark` is set for waiting requests when others are already running.
+//  * AlignChunk trims a prefill chunk of `n` tokens starting at `start` (computed + hit) so
+//    that it ends where the allocator can cache a state (the Mamba `align` split, §6);
+//    `shared_prefix_tokens` is the hit's junction ([latest]) and `chunk_limit` the most a step
+//    could give the request. Allocators without Mamba `align` groups return `n`.
 //  * Free releases all of the request's blocks (in reverse order); called on preemption and
 //    when a request finishes.
 // The scheduler calls these in vLLM's order and never looks at blocks itself.
@@ -32,10 +36,17 @@ struct AllocateArgs {
   bool apply_watermark = false;
 };
 
+struct PrefixHitInfo {
+  int64_t tokens = 0;                // hit tokens
+  int64_t shared_prefix_tokens = 0;  // [latest] junction: longest single-group hit (≥ tokens)
+};
+
 class IKvAllocator {
  public:
   virtual ~IKvAllocator() = default;
-  virtual int64_t FindPrefixHit(const SimRequest& req) = 0;
+  virtual PrefixHitInfo FindPrefixHit(const SimRequest& req) = 0;
+  virtual int64_t AlignChunk(const SimRequest& req, int64_t start, int64_t n,
+                             int64_t shared_prefix_tokens, int64_t chunk_limit) = 0;
   virtual bool AllocateSlots(const SimRequest& req, const AllocateArgs& args) = 0;
   virtual void Free(const SimRequest& req) = 0;
 };

@@ -78,9 +78,8 @@ StepPlan Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator&
     if (p.long_prefill_token_threshold > 0) n = std::min(n, p.long_prefill_token_threshold);
     n = std::min(n, budget);
     n = std::min(n, p.max_model_len - 1 - r->num_computed_tokens);
-    if (p.mamba_align_block_size > 0 && r->num_output_tokens == 0 && n > 0) {
-      n = MambaAlignedSplit(r->num_computed_tokens, n, r->num_tokens, p.mamba_align_block_size,
-                            p.eagle, chunk_limit);
+    if (p.mamba_align_split && r->num_output_tokens == 0 && n > 0) {
+      n = kv.AlignChunk(*r, r->num_computed_tokens, n, 0, chunk_limit);
     }
     if (n <= 0) {
       ++i;
@@ -135,15 +134,15 @@ StepPlan Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator&
       if (static_cast<int64_t>(state.running.size()) >= p.max_num_seqs) break;
       SimRequest* r = state.waiting.front();
       KVSIM_DCHECK(r->num_computed_tokens == 0);
-      const int64_t hit = kv.FindPrefixHit(*r);
+      const PrefixHitInfo hit_info = kv.FindPrefixHit(*r);
+      const int64_t hit = hit_info.tokens;
       KVSIM_CHECK(hit >= 0 && hit < r->num_tokens);
       int64_t n = r->num_tokens - hit;
       if (p.long_prefill_token_threshold > 0) n = std::min(n, p.long_prefill_token_threshold);
       if (!p.enable_chunked_prefill && n > budget) break;
       n = std::min(n, budget);
-      if (p.mamba_align_block_size > 0 && r->num_output_tokens == 0) {
-        n = MambaAlignedSplit(hit, n, r->num_tokens, p.mamba_align_block_size, p.eagle,
-                              chunk_limit);
+      if (p.mamba_align_split && r->num_output_tokens == 0) {
+        n = kv.AlignChunk(*r, hit, n, hit_info.shared_prefix_tokens, chunk_limit);
         if (n == 0) break;
       }
       AllocateArgs args;

@@ -42,10 +42,8 @@ struct SchedulerParams {
   // Speculative decoding: lookahead slots allocated beyond the scheduled tokens of running
   // requests (num_speculative_tokens, +1 for DFlash). New admissions get none.
   int64_t num_lookahead_tokens = 0;
-  // Mamba `align` chunk split: the attention block size when the model has Mamba layers in
-  // align mode (0 = no split). `eagle` keeps the last cacheable boundary one block earlier.
-  int64_t mamba_align_block_size = 0;
-  bool eagle = false;
+  // Ask the allocator to align prefill chunks (the model has Mamba layers in `align` mode).
+  bool mamba_align_split = false;
   // The full-prompt admission check (scheduler_reserve_full_isl).
   bool full_sequence_must_fit = true;
 };
@@ -74,7 +72,7 @@ struct StepPlan {
   bool empty() const { return scheduled.empty(); }
 };
 
-// Mamba `align` split (reference §6): the tokens to schedule for a prefill chunk that starts
+// Mamba `align` split (reference §6), the rule allocators apply in AlignChunk: the tokens to schedule for a prefill chunk that starts
 // at `start` (computed + hit) and wants `n`, for a request of `num_tokens` tokens and block B.
 // `limit` is the most the step could give this request (for the empty-chunk exception).
 int64_t MambaAlignedSplit(int64_t start, int64_t n, int64_t num_tokens, int64_t block_size,

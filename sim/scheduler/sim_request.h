@@ -39,6 +39,7 @@ struct SimRequest {
   int64_t num_spec_tokens = 0;      // draft tokens waiting to be verified in the next step
   int64_t num_cached_tokens = -1;   // prefix hit at the first admission (-1: not admitted yet)
   int32_t num_preemptions = 0;
+  int32_t kv_handle = -1;           // the KV allocator's handle (opaque to the scheduler)
 
   int64_t num_tokens_with_spec() const { return num_tokens + num_spec_tokens; }
 };

@@ -11,6 +11,7 @@
 
 #include "core/int_math.h"
 #include "sim/scheduler/i_kv_allocator.h"
+#include "sim/scheduler/scheduler.h"
 
 namespace kvsim::testing {
 
@@ -18,10 +19,17 @@ class FakeKvAllocator : public IKvAllocator {
  public:
   FakeKvAllocator(int64_t block_size, int64_t num_free) : block_size_(block_size), free_(num_free) {}
 
-  int64_t FindPrefixHit(const SimRequest& r) override {
+  PrefixHitInfo FindPrefixHit(const SimRequest& r) override {
     auto it = hits_.find(r.id);
     const int64_t h = it == hits_.end() ? 0 : it->second;
-    return std::min(h, (r.num_tokens - 1) / block_size_ * block_size_);
+    const int64_t t = std::min(h, (r.num_tokens - 1) / block_size_ * block_size_);
+    return {t, t};
+  }
+  // The Mamba `align` rule of reference §6 when `mamba_align` is set.
+  int64_t AlignChunk(const SimRequest& r, int64_t start, int64_t n, int64_t,
+                     int64_t chunk_limit) override {
+    if (!mamba_align) return n;
+    return MambaAlignedSplit(start, n, r.num_tokens, block_size_, eagle, chunk_limit);
   }
   bool AllocateSlots(const SimRequest& r, const AllocateArgs& a) override {
     calls.push_back({r.id, a});
@@ -67,6 +75,8 @@ class FakeKvAllocator : public IKvAllocator {
   std::vector<Call> calls;
   std::vector<RequestId> freed;
   int64_t watermark_blocks = 0;
+  bool mamba_align = false;
+  bool eagle = false;
 
  private:
   int64_t block_size_;

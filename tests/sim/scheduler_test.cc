@@ -288,11 +288,12 @@ TEST_CASE("Mamba align split: chunks end on block boundaries (reference §6 exam
   // B = 544, budget 8192: chunks of 15 × 544 = 8160 until the last, which takes the rest
   // up to the last cacheable boundary, then the tail.
   SchedulerParams p;
-  p.mamba_align_block_size = 544;
+  p.mamba_align_split = true;
   SimRequest r = Req(1, 20000);
   SchedulerState s;
   s.AddWaiting(&r, p.policy);
   FakeKvAllocator kv(544, 1000);
+  kv.mamba_align = true;
   std::vector<int64_t> chunks;
   while (r.num_computed_tokens < r.num_tokens) {
     StepPlan plan = Schedule(p, s, kv);
