@@ -453,6 +453,7 @@ Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& so
     }
   }
   ParseCacheSections(root, sc);
+  ParseClusterSection(root, tree, sc);
   ParseSimSections(root, sc);
   if (sc.name.empty()) sc.name = fs::path(source).stem().string();
   root.Finish();
