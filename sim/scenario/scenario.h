@@ -5,11 +5,8 @@
 //   parallel                    tp
 //   cache                       block size, pack size, KV dtype, layout, memory, Mamba mode...
 //   scheduler                   token budget and sequence limit
-<<<<<<< HEAD
-//   hardware, workload, spec, run, metrics, sweep   the simulator's sections (sim_sections.h)
-=======
 //   cluster                     P/D disaggregation (sim/scenario/cluster_sections.h)
->>>>>>> main
+//   hardware, workload, spec, run, metrics, sweep   the simulator's sections (sim_sections.h)
 // Everything else in kvsim reads these structs, never YAML.
 #pragma once
 
@@ -21,11 +18,8 @@
 #include "core/model_spec.h"
 #include "core/page_planner.h"
 #include "sim/config/config_tree.h"
-<<<<<<< HEAD
-#include "sim/scenario/sim_sections.h"
-=======
 #include "sim/scenario/cluster_sections.h"
->>>>>>> main
+#include "sim/scenario/sim_sections.h"
 
 namespace kvsim {
 
@@ -45,11 +39,8 @@ struct Scenario {
   std::optional<ModelSpec> draft;
   PlannerConfig cache;  // parallel.tp and cache.* (and the scheduler's token budget)
   SchedulerConfig scheduler;
-<<<<<<< HEAD
-  SimConfig sim;  // hardware, workload, spec, run, metrics (sim/scenario/sim_sections.h)
-=======
   ClusterConfig cluster;  // P/D pools; cluster.enabled is false for a single engine
->>>>>>> main
+  SimConfig sim;  // hardware, workload, spec, run, metrics (sim/scenario/sim_sections.h)
 
   ConfigNode tree;  // the merged tree the structs came from (after includes and overrides)
 
