@@ -30,5 +30,7 @@ void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
 void RegisterLayout(CLI::App& app);
 void RegisterList(CLI::App& app);
 void RegisterRun(CLI::App& app);
+void RegisterSweep(CLI::App& app);
+void RegisterMerge(CLI::App& app);
 
 }  // namespace kvsim::cli
