@@ -22,6 +22,7 @@ struct SweepArgs {
   std::string shard;
   int jobs = 1;
   bool per_point = false;
+  int64_t max_points = 0;
 };
 
 void RunSweepCmd(const SweepArgs& a) {
@@ -32,6 +33,7 @@ void RunSweepCmd(const SweepArgs& a) {
   o.jobs = a.jobs;
   o.out_dir = a.out_dir;
   o.per_point_outputs = a.per_point;
+  o.max_points = a.max_points;
   o.progress_bar = ::isatty(STDERR_FILENO) != 0;
   if (!a.shard.empty()) {
     int k = -1, n = -1;
@@ -72,6 +74,8 @@ void RegisterSweep(CLI::App& app) {
       ->type_name("K/N");
   cmd->add_flag("--per-point", args.per_point,
                 "also write DIR/points/NNNN/metrics.json and requests.csv");
+  cmd->add_option("--max-points", args.max_points,
+                  "stop after N new points (the journal keeps them; rerun to continue)");
   cmd->callback([] { RunSweepCmd(args); });
 }
 

@@ -199,6 +199,8 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   for (auto& p : mine) {
     if (!rows.count(p.index)) todo.push_back(std::move(p));
   }
+  const bool partial = o.max_points > 0 && static_cast<int64_t>(todo.size()) > o.max_points;
+  if (partial) todo.resize(static_cast<size_t>(o.max_points));
   const int fd = ::open(journal.c_str(), O_WRONLY | O_APPEND);
   if (fd < 0) return Status::Error("io_error", journal + ": cannot open for appending");
   const auto t0 = std::chrono::steady_clock::now();
@@ -257,6 +259,11 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   ::close(fd);
   if (o.progress_bar && total > 0) log << "\n";
   if (!io.ok()) return io;
+  if (partial) {
+    log << fmt::format("sweep: stopped after {} points (--max-points); rerun to continue\n",
+                       total);
+    return Status::Ok();
+  }
   std::string out = header_line;
   for (const auto& [idx, line] : rows) out += line + "\n";
   if (Status s = WriteFileAtomically(csv, out); !s.ok()) return s;

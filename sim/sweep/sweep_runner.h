@@ -55,6 +55,8 @@ struct SweepOptions {
   std::string out_dir = "sweep_out";
   bool per_point_outputs = false;  // also write DIR/points/NNNN/{metrics.json,requests.csv}
   bool progress_bar = false;       // a TTY progress bar (else plain lines)
+  int64_t max_points = 0;          // stop after this many new points (0 = all); the journal
+                                   // keeps them and the next run resumes (time-boxed jobs)
 };
 
 // The CSV file a sweep (or shard) writes into out_dir.
