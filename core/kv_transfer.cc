@@ -234,15 +234,22 @@ std::string KvTransferPlan::Describe() const {
     }
     return s.str();
   };
-  size_t i = 0;
-  while (i < layers.size()) {
-    const std::string l = line(layers[i]);
-    size_t j = i + 1;
-    while (j < layers.size() && line(layers[j]) == l) ++j;
-    os << "  " << layers[i].name;
-    if (j - i > 1) os << ".." << layers[j - 1].name << " (" << (j - i) << " layers)";
-    os << "  " << l << "\n";
-    i = j;
+  // Layers that move the same way share a line (in order of first appearance).
+  std::vector<std::pair<std::string, std::vector<std::string>>> kinds;
+  for (const auto& lt : layers) {
+    const std::string l = line(lt);
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == l; });
+    if (it == kinds.end()) {
+      kinds.push_back({l, {}});
+      it = kinds.end() - 1;
+    }
+    it->second.push_back(lt.name);
+  }
+  for (const auto& [l, names] : kinds) {
+    os << "  " << names.size() << (names.size() == 1 ? " layer  " : " layers ") << l << " ("
+       << names.front();
+    if (names.size() > 1) os << (names.size() > 2 ? " ... " : " ") << names.back();
+    os << ")\n";
   }
   for (const auto& n : notes) os << "  note: " << n << "\n";
   return os.str();

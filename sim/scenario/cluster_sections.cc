@@ -1,6 +1,7 @@
 #include "sim/scenario/cluster_sections.h"
 
 #include <algorithm>
+#include <set>
 
 #include "sim/cluster/router.h"
 #include "sim/scenario/scenario.h"
@@ -32,6 +33,18 @@ void ParsePool(ConfigReader& cluster, const std::string& role, const ConfigNode*
   ConfigNode t = *tree;
   t.Erase("cluster");
   t.Erase("sweep");
+  // Unknown top-level keys are the root's to report; keep them out of the pool's parse so
+  // that each mistake is reported once.
+  static const std::set<std::string> kTopLevel = [] {
+    std::set<std::string> names;
+    for (const KeyDoc& d : DescribeScenarioKeys()) {
+      names.insert(d.path.substr(0, d.path.find_first_of(".[")));
+    }
+    return names;
+  }();
+  for (size_t i = t.map.size(); i-- > 0;) {
+    if (!kTopLevel.count(t.map[i].first)) t.Erase(t.map[i].first);
+  }
   const ConfigNode* pn = cluster_node->Find(role);
   if (pn && pn->is_map()) {
     for (size_t i = 0; i < pn->map.size(); ++i) {
