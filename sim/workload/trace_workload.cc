@@ -8,10 +8,7 @@
 #include <sstream>
 
 #include "sim/embedded_data.h"
-#if __has_include("sim/trace/request_trace.h")
 #include "sim/trace/request_trace.h"
-#define KVSIM_HAVE_REQUEST_TRACE 1
-#endif
 #include "sim/workload/synthetic_workload.h"
 
 namespace kvsim {
@@ -57,13 +54,6 @@ std::string ReadAll(const std::string& path, bool* ok) {
 }
 
 }  // namespace
-
-#ifndef KVSIM_HAVE_REQUEST_TRACE
-// Until sim/trace lands: JSONL traces are not readable yet.
-struct RequestTrace {
-  void PromptTokens(size_t, std::vector<TokenId>&) const {}
-};
-#endif
 
 class TraceSource {
  public:
@@ -160,9 +150,6 @@ Result<std::unique_ptr<IWorkload>> TraceWorkload::Open(const WorkloadConfig& con
     if (!a.ok()) return a.status();
     w->arrivals_ = std::move(a.value());
   } else {
-#ifndef KVSIM_HAVE_REQUEST_TRACE
-    return Status::Error("unsupported", path + ": JSONL traces need sim/trace (not built)");
-#else
     auto t = RequestTrace::Parse(text, path);
     if (!t.ok()) return t.status();
     const RequestTrace& tr = t.value();
@@ -178,7 +165,6 @@ Result<std::unique_ptr<IWorkload>> TraceWorkload::Open(const WorkloadConfig& con
     }
     if (format == "jsonl") format = tr.has_hash_ids(0) ? "mooncake" : "tokens";
     w->source_->jsonl = std::move(t.value());
-#endif
   }
   // Replay in arrival order (stable, so equal timestamps keep file order).
   std::stable_sort(w->arrivals_.begin(), w->arrivals_.end(),
