@@ -161,9 +161,9 @@ std::string FormatRunTable(const std::string& title, const std::vector<TableRow>
   size_t w = 5;
   for (const auto& r : rows) w = std::max(w, r.label.size());
   std::string out = title + "\n";
-  out += fmt::format("  {:<{}}  {:>6}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}  {:>8}  {:>7}\n",
+  out += fmt::format("  {:<{}}  {:>6}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}  {:>8}  {:>7}  {:>8}\n",
                      "point", w, "block", "hit rate", "TTFT ms", "TTFT p90", "TPOT ms",
-                     "out tok/s", "preempt", "KV use");
+                     "out tok/s", "preempt", "KV use", "pad MiB");
   for (const auto& r : rows) {
     if (!r.ok) {
       out += fmt::format("  {:<{}}  error: {}\n", r.label, w, r.error);
@@ -171,9 +171,11 @@ std::string FormatRunTable(const std::string& title, const std::vector<TableRow>
     }
     const RunSummary& s = r.summary;
     out += fmt::format(
-        "  {:<{}}  {:>6}  {:>7.1f}%  {:>9.1f}  {:>9.1f}  {:>9.2f}  {:>10.0f}  {:>8}  {:>6.1f}%\n",
+        "  {:<{}}  {:>6}  {:>7.1f}%  {:>9.1f}  {:>9.1f}  {:>9.2f}  {:>10.0f}  {:>8}  {:>6.1f}%  "
+        "{:>8.1f}\n",
         r.label, w, r.block_size, 100.0 * s.prefix_hit_rate, s.ttft_ms.mean, s.ttft_ms.p90,
-        s.tpot_ms.mean, s.output_throughput, s.preemptions, 100.0 * s.kv_usage_mean);
+        s.tpot_ms.mean, s.output_throughput, s.preemptions, 100.0 * s.kv_usage_mean,
+        s.padding_bytes_in_use_mean / (1024.0 * 1024.0));
   }
   return out;
 }
