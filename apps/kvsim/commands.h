@@ -29,6 +29,7 @@ void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
 
 void RegisterLayout(CLI::App& app);
 void RegisterList(CLI::App& app);
+void RegisterReplay(CLI::App& app);
 void RegisterRun(CLI::App& app);
 
 }  // namespace kvsim::cli
