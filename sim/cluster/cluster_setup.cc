@@ -137,9 +137,9 @@ std::string FormatClusterSetup(const Scenario& sc, const ClusterSetup& s) {
   const KvTransferTimeModel& tm = cc.transfer.time;
   out += fmt::format(
       "isolated transfer prefill0 > decode0 (α {:.2f} us/descriptor, posting {}, re-layout "
-      "{:.0f} GB/s + {:.1f} us/launch):\n",
+      "{:.0f} GB/s + {:.1f} us/launch from {}):\n",
       tm.per_descriptor_ns / 1000.0, tm.overlap_posting ? "overlapped" : "then wire",
-      tm.relayout_bytes_per_ns, tm.relayout_launch_ns / 1000.0);
+      tm.relayout_bytes_per_ns, tm.relayout_launch_ns / 1000.0, cc.transfer.relayout_source);
   out += fmt::format("  {:>8} {:>10} {:>10} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10}\n",
                      "tokens", "desc", "desc/rank", "wire", "save r/l", "recv r/l", "save us",
                      "xfer us", "recv us");

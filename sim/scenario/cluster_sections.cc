@@ -1,6 +1,8 @@
 #include "sim/scenario/cluster_sections.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "sim/cluster/router.h"
@@ -149,7 +151,40 @@ void ParseRouter(ConfigReader& cluster, ClusterConfig& cc) {
   r.Finish();
 }
 
-void ParseTransfer(ConfigReader& cluster, ClusterConfig& cc) {
+// Reads the data-movement line (t = move_fixed_s + bytes / move_bytes_per_s, bytes read and
+// written) of a `kvsim gpu-validate --calibrate` YAML into the re-layout time model.
+void ReadRelayoutCalibration(ConfigReader& x, const std::string& path, const std::string& source,
+                             TransferConfig& tc) {
+  namespace fs = std::filesystem;
+  std::string file = path;
+  if (!fs::exists(file) && fs::path(path).is_relative()) {
+    file = (fs::path(source).parent_path() / path).lexically_normal().string();
+  }
+  auto tree = ParseYamlFile(file);
+  if (!tree.ok()) {
+    x.Error("relayout_calibration", "missing_file",
+            "cannot read \"" + path + "\": " + tree.status().message());
+    return;
+  }
+  const ConfigNode* hw = tree->Find("hardware");
+  const ConfigNode* fixed = hw ? hw->Find("move_fixed_s") : nullptr;
+  const ConfigNode* rate = hw ? hw->Find("move_bytes_per_s") : nullptr;
+  char* e1 = nullptr;
+  char* e2 = nullptr;
+  const double f = fixed && fixed->is_scalar() ? std::strtod(fixed->scalar.c_str(), &e1) : -1;
+  const double r = rate && rate->is_scalar() ? std::strtod(rate->scalar.c_str(), &e2) : -1;
+  if (!(f >= 0) || !(r > 0) || !e1 || *e1 || !e2 || *e2) {
+    x.Error("relayout_calibration", "bad_value",
+            file + ": needs hardware.move_fixed_s >= 0 and hardware.move_bytes_per_s > 0 "
+                   "(the output of kvsim gpu-validate --calibrate)");
+    return;
+  }
+  tc.time.relayout_launch_ns = f * 1e9;
+  tc.time.relayout_bytes_per_ns = r / 1e9;
+  tc.relayout_source = file;
+}
+
+void ParseTransfer(ConfigReader& cluster, const std::string& source, ClusterConfig& cc) {
   ConfigReader x = cluster.Map("transfer", "KV transfer model (core/kv_transfer.h, docs/pd.md)");
   TransferConfig& tc = cc.transfer;
   tc.options.enable_permute_local_kv = x.Bool(
@@ -167,11 +202,21 @@ void ParseTransfer(ConfigReader& cluster, ClusterConfig& cc) {
   tc.time.overlap_posting =
       x.Choice("posting", "sum", {"sum", "overlap"},
                "sum: posting then wire (vLLM #55434); overlap: max(posting, wire)") == "overlap";
-  tc.time.relayout_bytes_per_ns =
-      x.Double("relayout_gbytes_per_s", 3000,
-               "HBM traffic rate of the re-layout kernels, GB/s (H100 copy ≈ 3000)", 1e-6);
-  tc.time.relayout_launch_ns =
-      1000.0 * x.Double("relayout_launch_us", 5.0, "per re-layout kernel launch, µs", 0);
+  const std::string calib = x.String(
+      "relayout_calibration", "",
+      "a `kvsim gpu-validate --calibrate` YAML: its data-movement line (move_fixed_s, "
+      "move_bytes_per_s) sets the re-layout cost; the two keys below override it");
+  if (!calib.empty() && !x.describing()) ReadRelayoutCalibration(x, calib, source, tc);
+  const bool has_rate = x.Has("relayout_gbytes_per_s");
+  const bool has_launch = x.Has("relayout_launch_us");
+  const double rate = x.Double("relayout_gbytes_per_s", 3000,
+                               "HBM traffic (read + write) rate of the re-layout kernels, GB/s "
+                               "(H100 copy ≈ 3000, gpu-notes §1.4)",
+                               1e-6);
+  const double launch =
+      x.Double("relayout_launch_us", 5.0, "per re-layout kernel launch (one per layer), µs", 0);
+  if (calib.empty() || has_rate) tc.time.relayout_bytes_per_ns = rate;
+  if (calib.empty() || has_launch) tc.time.relayout_launch_ns = 1000.0 * launch;
   tc.flow_rate_cap_gbytes_per_s = x.Double(
       "flow_rate_cap_gbytes_per_s", 0, "cap on one transfer's rate, GB/s (0 = none)", 0);
   x.Finish();
@@ -190,7 +235,7 @@ void ParseClusterSection(ConfigReader& root, const ConfigNode* tree, Scenario& s
   ParsePool(c, "decode", tree, cluster_node, sc.source, cc.decode);
   ParseTopology(c, cc);
   ParseRouter(c, cc);
-  ParseTransfer(c, cc);
+  ParseTransfer(c, sc.source, cc);
   c.Finish();
 }
 
