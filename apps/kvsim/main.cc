@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   kvsim::cli::RegisterRun(app);
   kvsim::cli::RegisterLayout(app);
   kvsim::cli::RegisterList(app);
+  kvsim::cli::RegisterGpuValidate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
