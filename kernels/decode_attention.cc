@@ -33,8 +33,13 @@ Status CanImplement(const DecodeAttentionArguments& a) {
   if (a.layer < 0 || a.layer >= l.num_layers)
     return Reject("layer slot " + S(a.layer) + " outside the layout's " + S(l.num_layers));
   if (a.batch < 1 || a.max_seq_len < 1) return Reject("empty batch or max_seq_len < 1");
-  if (a.split_tokens < 32 || a.split_tokens > 1024 || a.split_tokens % 32 != 0)
-    return Reject("split_tokens " + S(a.split_tokens) + " must be a multiple of 32 in [32, 1024]");
+  if (a.split_tokens != 0 &&
+      (a.split_tokens < 32 || a.split_tokens > 1024 || a.split_tokens % 32 != 0))
+    return Reject("split_tokens " + S(a.split_tokens) +
+                  " must be 0 (auto) or a multiple of 32 in [32, 1024]");
+  if (NumSplits(a) > 2048)
+    return Reject("max_seq_len " + S(a.max_seq_len) + " needs " + S(NumSplits(a)) +
+                  " partitions; at most 2048 are supported");
   if (a.max_seq_len > a.max_blocks_per_seq * l.manager_block_tokens())
     return Reject("max_seq_len " + S(a.max_seq_len) + " exceeds the block table's " +
                   S(a.max_blocks_per_seq) + " blocks × " + S(l.manager_block_tokens()) +
@@ -55,11 +60,10 @@ DecodeAttentionParams MakeParams(const DecodeAttentionArguments& a) {
   DecodeAttentionParams p;
   p.args = a;
   p.group = a.num_q_heads / a.num_kv_heads;
-  // The kernel is compiled for 1, 2, 4 or 8 query heads per CTA; larger groups take
-  // several passes over the KV (L2 absorbs most of the re-read).
-  p.heads_per_pass = p.group == 1 ? 1 : p.group == 2 ? 2 : p.group <= 4 ? 4 : 8;
+  p.heads_per_pass = HeadsPerPass(p.group);
   p.head_passes = (p.group + p.heads_per_pass - 1) / p.heads_per_pass;
   p.num_splits = NumSplits(a);
+  p.split_tokens = SplitTokens(a);
   return p;
 }
 

@@ -35,13 +35,35 @@ struct DecodeAttentionArguments {
   const int32_t* seq_lens = nullptr;      // [batch], each in [1, max_seq_len]
   int64_t max_seq_len = 0;                // sizes the partition grid
   float scale = 0;                        // softmax scale (usually 1/sqrt(D))
-  int64_t split_tokens = 512;             // partition size in tokens: multiple of 32, ≤ 1024
+  int64_t split_tokens = 0;  // partition size in tokens: 0 = auto (SplitTokens), else a
+                             // multiple of 32 in [32, 1024]
   float* out = nullptr;                   // [batch, num_q_heads, head_size] fp32
   float* workspace = nullptr;             // WorkspaceFloats() floats
 };
 
+// Query heads one CTA handles (the kernel is compiled for 1, 2, 4 and 8); larger groups
+// take several passes over the KV, most of the re-read hitting L2.
+inline int64_t HeadsPerPass(int64_t group) {
+  return group <= 1 ? 1 : group == 2 ? 2 : group <= 4 ? 4 : 8;
+}
+
+// The partition size. Auto mode derives it from the token count alone — batch, heads and
+// max_seq_len, never the layout — aiming at ≥ 1024 CTAs so short batches are not latency
+// bound: ceil(max_seq_len / splits) rounded up to 32 and clamped to [64, 512].
+inline int64_t SplitTokens(const DecodeAttentionArguments& a) {
+  if (a.split_tokens > 0) return a.split_tokens;
+  const int64_t group = a.num_kv_heads > 0 ? a.num_q_heads / a.num_kv_heads : 1;
+  const int64_t passes = (group + HeadsPerPass(group) - 1) / HeadsPerPass(group);
+  const int64_t ctas = a.batch * a.num_kv_heads * passes;
+  const int64_t splits = ctas > 0 ? (1024 + ctas - 1) / ctas : 1;
+  int64_t p = (a.max_seq_len + splits - 1) / splits;
+  p = (p + 31) / 32 * 32;
+  return p < 64 ? 64 : (p > 512 ? 512 : p);
+}
+
 inline int64_t NumSplits(const DecodeAttentionArguments& a) {
-  return a.split_tokens > 0 ? (a.max_seq_len + a.split_tokens - 1) / a.split_tokens : 0;
+  const int64_t p = SplitTokens(a);
+  return p > 0 ? (a.max_seq_len + p - 1) / p : 0;
 }
 // Partial results per (sequence, query head, partition): max, sum and D accumulators.
 inline int64_t WorkspaceFloats(const DecodeAttentionArguments& a) {
@@ -61,6 +83,7 @@ struct DecodeAttentionParams {
   int64_t head_passes = 1;  // CTAs per (sequence, KV head, partition): ceil(group / kG)
   int64_t heads_per_pass = 1;
   int64_t num_splits = 0;
+  int64_t split_tokens = 0;  // SplitTokens(args)
 };
 
 // REQUIRES: CanImplement(a).ok().

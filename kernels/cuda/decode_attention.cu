@@ -52,13 +52,13 @@ constexpr int kThreads = 32 * kWarps;
 constexpr unsigned kFull = 0xffffffffu;
 
 template <typename Tag, int kLanes, int kG>
-__global__ void __launch_bounds__(kThreads) DecodePartialKernel(const DecodeAttentionParams p) {
+__global__ void __launch_bounds__(kThreads, kG >= 8 ? 3 : 6) DecodePartialKernel(const DecodeAttentionParams p) {
   constexpr int kRowsPerWarp = 32 / kLanes;
   constexpr int kRowsPerIter = kWarps * kRowsPerWarp;
-  constexpr int kUnroll = 4;
+  constexpr int kUnroll = 8;  // 8 × 16 B loads in flight per lane
   constexpr int kD = kLanes * 8;
   const DecodeAttentionArguments& a = p.args;
-  const int P = static_cast<int>(a.split_tokens);
+  const int P = static_cast<int>(p.split_tokens);
   extern __shared__ __align__(16) unsigned char smem[];
   int64_t* koff = reinterpret_cast<int64_t*>(smem);
   int64_t* voff = koff + P;
@@ -232,8 +232,11 @@ __global__ void __launch_bounds__(kThreads) DecodePartialKernel(const DecodeAtte
   }
 }
 
-// One CTA per (sequence, query head), one thread per output element; partitions in order.
+// One CTA per (sequence, query head), one thread per output element. The partition maxima
+// and weights are staged in shared memory so the accumulator loads of all partitions can be
+// in flight at once; every sum still runs over partitions 0..S-1 in order.
 __global__ void DecodeCombineKernel(const DecodeAttentionParams p) {
+  extern __shared__ float sm[];  // [S] m, [S] l, [S] weights
   const DecodeAttentionArguments& a = p.args;
   const int64_t QH = a.num_q_heads;
   const int64_t b = blockIdx.x / QH;
@@ -245,23 +248,33 @@ __global__ void DecodeCombineKernel(const DecodeAttentionParams p) {
   const float* ws_m = a.workspace;
   const float* ws_l = ws_m + BH * S;
   const float* ws_acc = ws_l + BH * S;
-  const int64_t sb = (a.seq_lens[b] + a.split_tokens - 1) / a.split_tokens;
+  const int sb = static_cast<int>((a.seq_lens[b] + p.split_tokens - 1) / p.split_tokens);
   const int64_t base = (b * QH + qh) * S;
-  float mx = -INFINITY;
-  for (int64_t s = 0; s < sb; ++s) mx = fmaxf(mx, ws_m[base + s]);
-  float l = 0.f, o = 0.f;
-  for (int64_t s = 0; s < sb; ++s) {
-    const float w = expf(ws_m[base + s] - mx);
-    l += w * ws_l[base + s];
-    o += w * ws_acc[(base + s) * D + d];
+  float* m = sm;
+  float* l = sm + S;
+  float* w = sm + 2 * S;
+  for (int s = d; s < sb; s += blockDim.x) {
+    m[s] = ws_m[base + s];
+    l[s] = ws_l[base + s];
   }
-  a.out[(b * QH + qh) * D + d] = o / l;
+  __syncthreads();
+  float mx = -INFINITY;
+  for (int s = 0; s < sb; ++s) mx = fmaxf(mx, m[s]);
+  for (int s = d; s < sb; s += blockDim.x) w[s] = expf(m[s] - mx);
+  __syncthreads();
+  float lsum = 0.f, o = 0.f;
+#pragma unroll 8
+  for (int s = 0; s < sb; ++s) {
+    lsum += w[s] * l[s];
+    o += w[s] * ws_acc[(base + s) * D + d];
+  }
+  a.out[(b * QH + qh) * D + d] = o / lsum;
 }
 
 template <typename Tag, int kLanes, int kG>
 cudaError_t LaunchPartial(const DecodeAttentionParams& p, cudaStream_t s) {
   constexpr int kD = kLanes * 8;
-  const int64_t P = p.args.split_tokens;
+  const int64_t P = p.split_tokens;
   const int64_t scores = kG * P * 4;
   const int64_t reduce = kWarps * kG * kD * 4;
   const size_t smem = static_cast<size_t>(16 * P + (scores > reduce ? scores : reduce));
@@ -305,7 +318,8 @@ Status LaunchDecodeAttention(const DecodeAttentionParams& p, void* stream) {
   if (e != cudaSuccess)
     return Status::Error("cuda_error", std::string("decode attention: ") + cudaGetErrorString(e));
   const unsigned blocks = static_cast<unsigned>(p.args.batch * p.args.num_q_heads);
-  DecodeCombineKernel<<<blocks, static_cast<unsigned>(p.args.head_size), 0, s>>>(p);
+  const size_t combine_smem = static_cast<size_t>(3 * p.num_splits) * sizeof(float);
+  DecodeCombineKernel<<<blocks, static_cast<unsigned>(p.args.head_size), combine_smem, s>>>(p);
   e = cudaGetLastError();
   if (e != cudaSuccess)
     return Status::Error("cuda_error",

@@ -313,7 +313,7 @@ Result<TimingReport> RunTimings(const TimingOptions& o) {
   rep.device = QueryDevice();
   if (!rep.device.available) return Status::Error("no_device", rep.device.why);
   Timer timer(o, std::max<int64_t>(2 * rep.device.l2_bytes, 64 << 20));
-  Suite s{o, rep, timer};
+  Suite s{o, rep, timer, std::mt19937_64{7}, {}};
 
   // Ceilings: cudaMemcpy D2D and the 16-byte copy kernel, 1 GiB (256 MiB quick).
   {

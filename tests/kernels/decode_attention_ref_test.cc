@@ -175,6 +175,7 @@ TEST_CASE("Decode attention CanImplement") {
   CHECK(p.group == 4);
   CHECK(p.heads_per_pass == 4);
   CHECK(p.head_passes == 1);
+  CHECK(p.split_tokens == 64);  // auto: 2 CTAs per partition → as many partitions as allowed
   CHECK(p.num_splits == 1);
   auto b = a;
   b.dtype = DType::kFp8E4M3;
@@ -194,6 +195,23 @@ TEST_CASE("Decode attention CanImplement") {
   b = a;
   b.split_tokens = 100;
   CHECK_THAT(CanImplement(b).message(), ContainsSubstring("split_tokens"));
+  // Auto partition size: a function of the token count only.
+  b = a;
+  b.batch = 32;
+  b.max_seq_len = 16384;
+  b.max_blocks_per_seq = 1024;
+  CHECK(SplitTokens(b) == 512);
+  b.batch = 1;
+  b.max_seq_len = 1024;
+  CHECK(SplitTokens(b) == 64);
+  b.batch = 8;
+  b.max_seq_len = 2048;
+  CHECK(SplitTokens(b) == 64);
+  b.batch = 16;
+  b.num_kv_heads = 8;
+  b.layout.num_heads = 8;
+  b.num_q_heads = 32;
+  CHECK(SplitTokens(b) == 256);
   // Groups map to compiled head counts and passes.
   b = a;
   b.num_q_heads = 2 * 16;
