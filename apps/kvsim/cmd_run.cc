@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "apps/kvsim/commands.h"
+#include "sim/cluster/cluster_setup.h"
 #include "sim/report/plan_report.h"
 #include "sim/scenario/scenario_loader.h"
 
@@ -15,6 +16,12 @@ void RegisterRun(CLI::App& app) {
     LoadOptions opts{args.scenario, args.sets};
     auto sc = LoadScenario(opts);
     if (!sc.ok()) return (void)ReportError(sc.status(), false);
+    if (sc->cluster.enabled) {  // P/D cluster (sim/cluster)
+      auto setup = BuildClusterSetup(sc.value());
+      if (!setup.ok()) return (void)ReportError(setup.status(), false);
+      std::cout << FormatClusterSetup(sc.value(), setup.value());
+      return;
+    }
     auto plan = sc->Plan();
     if (!plan.ok()) return (void)ReportError(plan.status(), false);
     std::cout << FormatPlan(sc.value(), plan.value());

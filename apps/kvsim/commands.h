@@ -30,6 +30,7 @@ void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
 void RegisterGpuValidate(CLI::App& app);
 void RegisterLayout(CLI::App& app);
 void RegisterList(CLI::App& app);
+void RegisterReplay(CLI::App& app);
 void RegisterRun(CLI::App& app);
 
 }  // namespace kvsim::cli

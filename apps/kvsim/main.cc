@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   kvsim::cli::RegisterLayout(app);
   kvsim::cli::RegisterList(app);
   kvsim::cli::RegisterGpuValidate(app);
+  kvsim::cli::RegisterReplay(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,6 +5,7 @@
 //   parallel                    tp
 //   cache                       block size, pack size, KV dtype, layout, memory, Mamba mode...
 //   scheduler                   token budget and sequence limit
+//   cluster                     P/D disaggregation (sim/scenario/cluster_sections.h)
 // Everything else in kvsim reads these structs, never YAML.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "core/model_spec.h"
 #include "core/page_planner.h"
 #include "sim/config/config_tree.h"
+#include "sim/scenario/cluster_sections.h"
 
 namespace kvsim {
 
@@ -35,6 +37,7 @@ struct Scenario {
   std::optional<ModelSpec> draft;
   PlannerConfig cache;  // parallel.tp and cache.* (and the scheduler's token budget)
   SchedulerConfig scheduler;
+  ClusterConfig cluster;  // P/D pools; cluster.enabled is false for a single engine
 
   ConfigNode tree;  // the merged tree the structs came from (after includes and overrides)
 

@@ -452,6 +452,7 @@ Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& so
     }
   }
   ParseCacheSections(root, sc);
+  ParseClusterSection(root, tree, sc);
   if (sc.name.empty()) sc.name = fs::path(source).stem().string();
   root.Finish();
   if (!errors.empty()) return errors.ToStatus();

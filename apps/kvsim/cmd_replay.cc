@@ -1,0 +1,213 @@
+// kvsim replay: cache-only replay of a request trace (token JSONL or Mooncake hash_ids
+// JSONL) through the prefix-caching KV cache manager; prints the hit rate, or with --curve
+// the hit rate at every capacity in one pass.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "apps/kvsim/commands.h"
+#include "core/kv_cache_manager.h"
+#include "sim/replay/replay.h"
+#include "sim/scenario/scenario_loader.h"
+#include "sim/trace/request_trace.h"
+
+namespace kvsim::cli {
+namespace {
+
+struct ReplayArgs {
+  std::string trace;
+  int64_t block_size = 0;
+  int64_t num_blocks = 0;
+  int64_t cache_tokens = 0;
+  int64_t concurrency = 0;
+  std::string hybrid;
+  std::string model;
+  std::string scenario;
+  std::string semantics;
+  std::string per_request;
+  bool curve = false;
+  bool json = false;
+  bool skip_bad_lines = false;
+};
+
+Status Bad(const std::string& msg) { return Status::Error("bad_flags", "replay: " + msg); }
+
+Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a) {
+  if (a.block_size <= 0) return Bad("--block-size must be a positive integer");
+  if (a.num_blocks > 0 && a.cache_tokens > 0)
+    return Bad("give --num-blocks or --cache-tokens, not both");
+  if (a.num_blocks <= 0 && a.cache_tokens <= 0 && !a.curve)
+    return Bad("give the cache capacity: --num-blocks N or --cache-tokens T");
+  if (a.num_blocks < 0 || a.cache_tokens < 0) return Bad("capacities must be positive");
+  if (!a.model.empty() && !a.scenario.empty()) return Bad("give --model or --scenario, not both");
+  if (!a.hybrid.empty() && (!a.model.empty() || !a.scenario.empty()))
+    return Bad("--hybrid is the cache-only shorthand; it cannot be combined with --model/--scenario");
+  KvCacheManagerConfig cfg;
+  if (!a.model.empty() || !a.scenario.empty()) {
+    LoadOptions opts;
+    opts.path = a.scenario;
+    if (!a.model.empty()) opts.overrides.push_back("model.preset=" + a.model);
+    opts.overrides.push_back("cache.block_size=" + std::to_string(a.block_size));
+    opts.overrides.push_back("cache.num_gpu_blocks=" +
+                             std::to_string(a.num_blocks > 0 ? a.num_blocks : 2));
+    if (!a.semantics.empty()) opts.overrides.push_back("cache.vllm_semantics=" + a.semantics);
+    auto sc = LoadScenario(opts);
+    if (!sc.ok()) return sc.status();
+    auto plan = sc->Plan();
+    if (!plan.ok()) return plan.status();
+    auto c = KvCacheManagerConfigFromPlan(plan.value());
+    if (!c.ok()) return c.status();
+    cfg = std::move(c.value());
+    if (!cfg.enable_caching) return Bad("the scenario has prefix caching off; nothing to replay");
+  } else {
+    auto c = KvCacheManagerConfigFromHybrid(a.hybrid, a.block_size, 2);
+    if (!c.ok()) return c.status();
+    cfg = std::move(c.value());
+    if (a.semantics == "classic") cfg.semantics = VllmSemantics::kClassic;
+  }
+  if (a.num_blocks > 0) cfg.num_blocks = a.num_blocks;
+  if (a.cache_tokens > 0) cfg.num_blocks = a.cache_tokens / cfg.scheduler_block_size() + 1;
+  if (a.curve && a.num_blocks <= 0 && a.cache_tokens <= 0) cfg.num_blocks = 2;
+  if (Status s = cfg.Validate(); !s.ok()) return s;
+  return cfg;
+}
+
+void RunReplay(const ReplayArgs& a) {
+  auto cfg = BuildConfig(a);
+  if (!cfg.ok()) {
+    ReportError(cfg.status(), a.json);
+    return;
+  }
+  if (a.curve && a.concurrency > 0) {
+    ReportError(Bad("--curve models the default mode (each request freed at once); drop "
+                    "--concurrency"),
+                a.json);
+    return;
+  }
+  if (a.concurrency < 0) {
+    ReportError(Bad("--concurrency must be positive"), a.json);
+    return;
+  }
+  auto trace = RequestTrace::ReadFile(a.trace, a.skip_bad_lines);
+  if (!trace.ok()) {
+    ReportError(trace.status(), a.json);
+    return;
+  }
+  const int64_t sb = cfg->scheduler_block_size();
+
+  if (a.curve) {
+    const int64_t max_cap = (a.num_blocks > 0 || a.cache_tokens > 0) ? cfg->num_blocks : 0;
+    auto curve = ReplayCurve(trace.value(), cfg.value(), max_cap);
+    if (!curve.ok()) {
+      ReportError(curve.status(), a.json);
+      return;
+    }
+    if (a.json) {
+      nlohmann::ordered_json j;
+      j["requests"] = trace->size();
+      j["prompt_tokens"] = curve->prompt_tokens;
+      j["block_size"] = sb;
+      j["min_capacity_blocks"] = curve->min_capacity_blocks;
+      j["saturation_blocks"] = curve->saturation_blocks;
+      j["skipped_lines"] = trace->skipped_lines();
+      auto& pts = j["curve"] = nlohmann::ordered_json::array();
+      for (const auto& p : curve->points)
+        pts.push_back({{"capacity_blocks", p.capacity_blocks},
+                       {"hit_tokens", p.hit_tokens},
+                       {"hit_rate", p.hit_rate}});
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << "capacity_blocks,hit_tokens,hit_rate\n";
+      for (const auto& p : curve->points)
+        std::cout << fmt::format("{},{},{:.6f}\n", p.capacity_blocks, p.hit_tokens, p.hit_rate);
+    }
+    return;
+  }
+
+  ReplayOptions opts;
+  opts.concurrency = a.concurrency;
+  opts.per_request = !a.per_request.empty();
+  const ReplayResult r = Replay(trace.value(), cfg.value(), opts);
+  if (!a.per_request.empty()) {
+    std::ofstream out(a.per_request, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      ReportError(Status::Error("cannot_write", a.per_request + ": cannot open for writing"),
+                  a.json);
+      return;
+    }
+    for (const auto& o : r.outcomes) {
+      nlohmann::ordered_json j;
+      j["id"] = trace.value()[o.index].id;
+      j["prompt_tokens"] = o.prompt_tokens;
+      j["hit_tokens"] = o.hit_tokens;
+      if (!o.served) j["served"] = false;
+      out << j.dump() << "\n";
+    }
+  }
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["requests"] = r.requests;
+    j["prompt_tokens"] = r.prompt_tokens;
+    j["hit_tokens"] = r.hit_tokens;
+    j["hit_rate"] = r.hit_rate();
+    j["blocks_per_s"] = r.blocks_per_s();
+    j["served"] = r.served;
+    j["not_served"] = r.not_served;
+    j["skipped_lines"] = trace->skipped_lines();
+    j["block_size"] = sb;
+    j["num_blocks"] = cfg->num_blocks;
+    j["groups"] = cfg->groups.size();
+    j["vllm_semantics"] = std::string(VllmSemanticsName(cfg->semantics));
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format(
+        "replay {}: {} requests ({} served, {} not served{}), block {} × {} blocks ({} "
+        "semantics, {} group{})\n",
+        a.trace, r.requests, r.served, r.not_served,
+        trace->skipped_lines() > 0 ? fmt::format(", {} bad lines skipped", trace->skipped_lines())
+                                   : std::string(),
+        sb, cfg->num_blocks, VllmSemanticsName(cfg->semantics), cfg->groups.size(),
+        cfg->groups.size() == 1 ? "" : "s");
+    std::cout << fmt::format("  prompt tokens {}  hit tokens {}  hit rate {:.4f}\n",
+                             r.prompt_tokens, r.hit_tokens, r.hit_rate());
+    std::cout << fmt::format("  {:.3g} blocks/s ({} blocks in {:.3f} s)\n", r.blocks_per_s(),
+                             r.blocks, r.seconds);
+  }
+}
+
+}  // namespace
+
+void RegisterReplay(CLI::App& app) {
+  static ReplayArgs args;
+  CLI::App* cmd = app.add_subcommand(
+      "replay", "cache-only replay of a request trace: vLLM prefix-cache hit rates");
+  cmd->add_option("trace", args.trace,
+                  "JSONL trace: {\"id\",\"tokens\":[...]} or Mooncake "
+                  "{\"hash_ids\":[...],\"input_length\":n,\"block_tokens\":512}")
+      ->required();
+  cmd->add_option("--block-size", args.block_size, "KV block size in tokens")->required();
+  cmd->add_option("--num-blocks", args.num_blocks,
+                  "vLLM's num_gpu_blocks (block 0 is the null block)");
+  cmd->add_option("--cache-tokens", args.cache_tokens,
+                  "capacity in tokens: num_blocks = T / block + 1");
+  cmd->add_option("--concurrency", args.concurrency,
+                  "keep up to N requests allocated, completed first-in first-out");
+  cmd->add_option("--hybrid", args.hybrid,
+                  "one full-attention group plus one of mamba-align | mamba-all | swa:W");
+  cmd->add_option("--model", args.model, "build the groups from a model preset's plan");
+  cmd->add_option("--scenario", args.scenario, "build the groups from a scenario's plan");
+  cmd->add_option("--vllm-semantics", args.semantics, "classic | latest (default latest)")
+      ->check(CLI::IsMember({"classic", "latest"}));
+  cmd->add_option("--per-request", args.per_request,
+                  "write {\"id\",\"prompt_tokens\",\"hit_tokens\"} per request to this JSONL");
+  cmd->add_flag("--curve", args.curve,
+                "print capacity_blocks,hit_tokens,hit_rate for every capacity (one pass)");
+  cmd->add_flag("--json", args.json, "print one JSON summary object");
+  cmd->add_flag("--skip-bad-lines", args.skip_bad_lines,
+                "skip malformed trace lines (counted) instead of failing");
+  cmd->callback([] { RunReplay(args); });
+}
+
+}  // namespace kvsim::cli

@@ -1,0 +1,124 @@
+#include "core/block_hash.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+
+namespace kvsim {
+namespace {
+
+// Extra keys are serialized with a type tag and lengths so that different tuples never
+// produce the same bytes, then digested; the digest is hashed after the tokens.
+void AppendBytes(std::vector<unsigned char>& buf, const void* p, size_t n) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  buf.insert(buf.end(), c, c + n);
+}
+
+void AppendString(std::vector<unsigned char>& buf, const std::string& s) {
+  const uint64_t n = s.size();
+  AppendBytes(buf, &n, sizeof n);
+  AppendBytes(buf, s.data(), s.size());
+}
+
+}  // namespace
+
+ExtraKeys BlockExtraKeys(const RequestKeys& keys, int64_t start, int64_t end) {
+  ExtraKeys out;
+  if (!keys.lora_name.empty()) out.emplace_back(keys.lora_name);
+  for (const MmItem& item : keys.mm_items) {
+    const int64_t item_end = item.offset + item.length;
+    if (item.offset < end && item_end > start) {
+      out.emplace_back(MmExtraKey{item.identifier, item.offset - start});
+    }
+  }
+  if (!keys.cache_salt.empty() && start == 0) out.emplace_back(keys.cache_salt);
+  if (!keys.prompt_embeds_digest.empty()) out.emplace_back(keys.prompt_embeds_digest);
+  return out;
+}
+
+BlockHash HashBlock(BlockHash parent, std::span<const TokenId> tokens, const ExtraKeys& extra) {
+  const BlockHash h = XXH3_64bits_withSeed(tokens.data(), tokens.size_bytes(), parent);
+  if (extra.empty()) return h;
+  std::vector<unsigned char> buf;
+  AppendBytes(buf, &h, sizeof h);
+  for (const ExtraKey& k : extra) {
+    if (const auto* s = std::get_if<std::string>(&k)) {
+      buf.push_back('s');
+      AppendString(buf, *s);
+    } else {
+      const auto& mm = std::get<MmExtraKey>(k);
+      buf.push_back('m');
+      AppendString(buf, mm.identifier);
+      AppendBytes(buf, &mm.offset, sizeof mm.offset);
+    }
+  }
+  return XXH3_64bits_withSeed(buf.data(), buf.size(), parent ^ 0x9e3779b97f4a7c15ULL);
+}
+
+BlockHash HashFullBlocks(BlockHash parent, std::span<const TokenId> tokens, int64_t block_size,
+                         std::vector<BlockHash>& out) {
+  const size_t n = tokens.size() / static_cast<size_t>(block_size);
+  const size_t bytes = static_cast<size_t>(block_size) * sizeof(TokenId);
+  const TokenId* p = tokens.data();
+  for (size_t i = 0; i < n; ++i, p += block_size) {
+    parent = XXH3_64bits_withSeed(p, bytes, parent);
+    out.push_back(parent);
+  }
+  return parent;
+}
+
+void RequestBlockHasher::Reset(int64_t block_size, const RequestKeys* keys) {
+  KVSIM_CHECK(block_size > 0);
+  block_size_ = block_size;
+  num_tokens_ = 0;
+  keys_ = (keys != nullptr && !keys->empty()) ? keys : nullptr;
+  tail_.clear();
+  hashes_.clear();
+}
+
+void RequestBlockHasher::Append(std::span<const TokenId> tokens) {
+  const size_t bs = static_cast<size_t>(block_size_);
+  size_t i = 0;
+  BlockHash parent = hashes_.empty() ? kNoneHash : hashes_.back();
+  auto emit = [&](const TokenId* p) {
+    const int64_t start = static_cast<int64_t>(hashes_.size()) * block_size_;
+    if (keys_ == nullptr) {
+      parent = XXH3_64bits_withSeed(p, bs * sizeof(TokenId), parent);
+    } else {
+      parent = HashBlock(parent, {p, bs}, BlockExtraKeys(*keys_, start, start + block_size_));
+    }
+    hashes_.push_back(parent);
+  };
+  // Finish the pending tail first.
+  if (!tail_.empty()) {
+    const size_t take = std::min(bs - tail_.size(), tokens.size());
+    tail_.insert(tail_.end(), tokens.begin(), tokens.begin() + take);
+    i = take;
+    if (tail_.size() == bs) {
+      emit(tail_.data());
+      tail_.clear();
+    }
+  }
+  if (keys_ == nullptr && tail_.empty()) {
+    const size_t full = (tokens.size() - i) / bs;
+    hashes_.reserve(hashes_.size() + full);
+    const TokenId* p = tokens.data() + i;
+    for (size_t b = 0; b < full; ++b, p += bs) {
+      parent = XXH3_64bits_withSeed(p, bs * sizeof(TokenId), parent);
+      hashes_.push_back(parent);
+    }
+    i += full * bs;
+  } else {
+    while (tail_.empty() && tokens.size() - i >= bs) {
+      emit(tokens.data() + i);
+      i += bs;
+    }
+  }
+  tail_.insert(tail_.end(), tokens.begin() + i, tokens.end());
+  num_tokens_ += static_cast<int64_t>(tokens.size());
+}
+
+}  // namespace kvsim

@@ -1,0 +1,118 @@
+// BlockPool: the shared pool of KV block ids of vLLM v1 (reference §5.2) — ref counts, the
+// free queue in eviction order, the prefix-cache map (hash, group) → blocks, and the null
+// block. Every KV cache group draws its block ids from one pool.
+//
+// Data layout (why it is fast): blocks live in flat arrays indexed by BlockId; the free queue
+// is an intrusive doubly linked list threaded through those arrays (O(1) pop at the head,
+// removal from the middle on a hit, append/prepend); the cache map is an open-addressing
+// table (linear probing, backward-shift deletion) of {hash, group, first block}. Several
+// blocks may carry the same (hash, group) — vLLM does not de-duplicate — so blocks of one
+// key form an intrusive list in insertion order and a lookup returns the first inserted.
+// No operation allocates memory after construction.
+//
+// Invariants (checked by CheckInvariants(), called after every operation in tests):
+//   - block 0 is the null block: never in the free queue, never hashed, ref count unused;
+//   - a block is in the free queue iff its ref count is 0 (num_free_blocks() counts them);
+//   - a block is in the cache map iff it has a hash, under exactly its (hash, group);
+//   - num_free + #{blocks with ref > 0} == num_blocks − 1 (block conservation).
+//
+// Ownership: the pool owns all block state. Callers (the KV cache manager) hold block ids
+// in their per-request block tables and must give every reference back through FreeBlocks.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/block_hash.h"
+#include "core/page_planner.h"  // VllmSemantics
+
+namespace kvsim {
+
+using BlockId = int32_t;
+inline constexpr BlockId kNullBlock = 0;
+inline constexpr BlockId kNoBlock = -1;
+
+class BlockPool {
+ public:
+  // `num_blocks` includes the null block (vLLM's num_gpu_blocks). With caching off nothing is
+  // ever hashed and (latest) every freed block goes to the head.
+  BlockPool(int64_t num_blocks, bool enable_caching = true,
+            VllmSemantics semantics = VllmSemantics::kLatest);
+
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t num_free_blocks() const { return num_free_; }
+  // vLLM's usage: 1 − free / (num_blocks − 1).
+  double usage() const;
+  bool enable_caching() const { return enable_caching_; }
+  VllmSemantics semantics() const { return semantics_; }
+
+  // Pops `n` blocks from the head of the free queue, evicting their hashes, and sets their
+  // ref count to 1. Returns false (changing nothing) if fewer than `n` are free.
+  bool GetNewBlocks(int64_t n, BlockId* out);
+  // A prefix hit: for each non-null block, leave the free queue if ref is 0; ref += 1.
+  void Touch(std::span<const BlockId> blocks);
+  // Gives back one reference to each block, in the order given; blocks reaching 0 enter the
+  // free queue ([classic] all at the tail; [latest] hashed at the tail, unhashed at the head
+  // keeping their order). Null blocks are skipped.
+  void FreeBlocks(std::span<const BlockId> blocks);
+  // Frees a request's block table in reverse order (vLLM's `free`).
+  void FreeBlocksReversed(std::span<const BlockId> blocks);
+
+  // The first-inserted cached block of (hash, group), or kNoBlock.
+  BlockId GetCachedBlock(BlockHash hash, int32_t group) const;
+  // Prefetch hint for a lookup that will follow soon (replay's hot loop).
+  void PrefetchLookup(BlockHash hash, int32_t group) const;
+  // Gives `block` (held, not yet hashed) the hash and inserts it in the cache map.
+  void CacheBlock(BlockId block, BlockHash hash, int32_t group);
+  // Removes a block's hash (vLLM's evict_blocks, used by connectors); true if it had one.
+  bool EvictCachedBlock(BlockId block);
+  // Drops every hash; only succeeds (true) when every block but the null block is free.
+  bool ResetPrefixCache();
+
+  // Per-block state, for the viewer and tests.
+  int32_t ref_cnt(BlockId b) const { return ref_[b]; }
+  bool is_cached(BlockId b) const { return hashed_[b] != 0; }
+  BlockHash block_hash(BlockId b) const { return hash_[b]; }
+  int32_t block_group(BlockId b) const { return group_[b]; }
+  // The free queue from head (next to be reused) to tail. O(num_free); for tests and views.
+  std::vector<BlockId> FreeQueue() const;
+  int64_t num_cached_blocks() const { return num_cached_; }
+
+  // Aborts (KVSIM_CHECK) on any broken invariant. O(num_blocks).
+  void CheckInvariants() const;
+
+ private:
+  void QueueRemove(BlockId b);
+  void QueueAppend(BlockId b);
+  void QueuePrependRun(const BlockId* run, int64_t n);
+  void MapInsert(BlockId b);
+  void MapErase(BlockId b);
+  size_t SlotFor(BlockHash hash, int32_t group) const;
+
+  struct MapEntry {
+    BlockHash hash;
+    int32_t group;  // −1 = empty slot
+    BlockId first;  // first inserted block of this key
+  };
+
+  int64_t num_blocks_;
+  bool enable_caching_;
+  VllmSemantics semantics_;
+  int64_t num_free_ = 0;
+  int64_t num_cached_ = 0;
+
+  // Per block. prev_/next_ thread the free queue; index num_blocks_ is the sentinel.
+  std::vector<int32_t> ref_;
+  std::vector<BlockId> prev_, next_;
+  std::vector<BlockHash> hash_;
+  std::vector<int32_t> group_;
+  std::vector<uint8_t> hashed_;
+  std::vector<BlockId> dup_next_;  // next block with the same key, insertion order
+
+  std::vector<MapEntry> map_;  // power-of-two capacity, load ≤ 1/2
+  size_t map_mask_ = 0;
+  std::vector<BlockId> scratch_;  // unhashed run collected by FreeBlocks (latest)
+};
+
+}  // namespace kvsim

@@ -1,0 +1,214 @@
+// KvCacheManager: vLLM v1's prefix-caching KV cache manager (reference §5.3–5.6) — the
+// per-group-type managers (full attention, sliding window, chunked local, Mamba `align` and
+// `all`) behind the hybrid coordinator, over one shared BlockPool.
+//
+// Who owns what
+//   - The manager owns the BlockPool, and a table of the requests it knows, addressed by a
+//     small integer RequestHandle (slots are reused; nothing is allocated per block in the
+//     steady state). Per request it keeps the block table of every group, how many of those
+//     blocks are cached, the chained block hashes of the request's tokens, and the Mamba
+//     `align` bookkeeping.
+//   - The caller (the scheduler, or the replay driver) owns the request's *progress*:
+//     num_computed_tokens, status, queues, and the decision of what to schedule. It passes
+//     num_computed_tokens into every call instead of the manager mirroring it, so the two can
+//     never drift (on preemption the caller sets it to 0 and calls Free).
+//   - Token ids are appended by the caller: the prompt at AddRequest, then each *accepted*
+//     output token through AppendTokens. Draft (speculative) tokens are never appended, so
+//     they are never hashed or cached; lookahead slots are allocated but never cached.
+//
+// Call protocol (mirrors vLLM's Scheduler.schedule, reference §6)
+//   h = AddRequest(prompt, keys)                       when the request arrives
+//   each step, for a RUNNING request:
+//     AllocateSlots(h, computed, n, 0, lookahead)      false → preempt someone and retry
+//   for a WAITING / PREEMPTED request (num_computed_tokens == 0):
+//     hit = GetComputedBlocks(h, 0)                    the prefix hit (no side effects)
+//     n   = MambaAlignedSplit(...) where a Mamba align group exists
+//     AllocateSlots(h, 0, n, hit.num_tokens, lookahead, /*full_sequence_must_fit=*/true)
+//   after the step's outputs:  AppendTokens(h, accepted tokens)
+//   preemption:               Free(h); caller sets num_computed_tokens = 0
+//   finish / abort:           RemoveRequest(h)  (frees, then forgets the request)
+// The hit that GetComputedBlocks finds is remembered for that handle and consumed by the next
+// AllocateSlots(h, ...) with num_new_computed_tokens == hit.num_tokens; any other mutating
+// call in between (on any request) invalidates it (checked).
+//
+// What each call may mutate
+//   GetComputedBlocks: nothing observable (the prefix-cache stats counters only).
+//   AllocateSlots: on success, touches the hit blocks (they leave the free queue), takes new
+//     blocks from the head of the free queue (evicting their old hashes), and caches the
+//     request's newly full blocks. On failure it changes nothing, except that blocks which
+//     fell out of a sliding window (or old Mamba states) may already have been freed —
+//     exactly as in vLLM, where remove_skipped_blocks runs first.
+//   AppendTokens: only the request's hash list (new full blocks get hashes; they are cached
+//     by the next AllocateSlots).
+//   Free / RemoveRequest / RemoveSkippedBlocks: give blocks back to the free queue (in reverse
+//     order), never touching other requests.
+//
+// Semantics knobs: VllmSemantics picks the free-queue behaviour (classic vs latest, §0);
+// `latest` also reports the Marconi-style shared-prefix junction and lets MambaAlignedSplit
+// stop a chunk there. Sparse retention (prefix_cache_retention_interval) is not modelled:
+// retention is dense (every reachable full block that holds a real block is cached).
+// The Mamba "hit cached in the current step is deferred" rule (§5.4) is not modelled.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/block_hash.h"
+#include "core/block_pool.h"
+#include "core/page_planner.h"
+#include "core/status.h"
+
+namespace kvsim {
+
+enum class KvGroupKind : uint8_t { kFullAttention, kSlidingWindow, kChunkedLocal, kMamba };
+std::string_view KvGroupKindName(KvGroupKind k);
+
+// One KV cache group as the manager sees it (the page planner's KvCacheGroup reduced to what
+// allocation and hits depend on). MLA groups are full attention here.
+struct KvGroupConfig {
+  KvGroupKind kind = KvGroupKind::kFullAttention;
+  int64_t block_size = 16;
+  int64_t sliding_window = 0;        // kSlidingWindow: W
+  int64_t attention_chunk_size = 0;  // kChunkedLocal: C
+  MambaCacheMode mamba_mode = MambaCacheMode::kAlign;  // kMamba only
+  int64_t num_speculative_blocks = 0;                  // kMamba: extra state blocks (MTP)
+
+  bool SameSpec(const KvGroupConfig& o) const {
+    return kind == o.kind && block_size == o.block_size && sliding_window == o.sliding_window &&
+           attention_chunk_size == o.attention_chunk_size &&
+           (kind != KvGroupKind::kMamba ||
+            (mamba_mode == o.mamba_mode && num_speculative_blocks == o.num_speculative_blocks));
+  }
+};
+
+struct KvCacheManagerConfig {
+  std::vector<KvGroupConfig> groups;  // in vLLM's group order (group id = index)
+  int64_t num_blocks = 0;             // vLLM's num_gpu_blocks, including the null block
+  int64_t max_model_len = 0;          // 0 = unbounded
+  int64_t max_num_batched_tokens = 8192;  // in-flight tokens for the SWA/chunked caps
+  bool enable_caching = true;
+  bool use_eagle = false;             // EAGLE/MTP: drop the last hit block (§5.4)
+  VllmSemantics semantics = VllmSemantics::kLatest;
+  int64_t hash_block_size = 0;        // 0 = derived as vLLM does (§5.1)
+
+  // LCM of the group block sizes: hits and hybrid caching are multiples of it.
+  int64_t scheduler_block_size() const;
+  // The hashing granularity: one group → its block size; several → their GCD, or the LCM when
+  // any Mamba group is not in `align` mode.
+  int64_t resolved_hash_block_size() const;
+  bool has_mamba_align() const;
+  Status Validate() const;
+};
+
+// From the page planner's plan (groups, block sizes, num_blocks, Mamba mode, semantics).
+Result<KvCacheManagerConfig> KvCacheManagerConfigFromPlan(const KvCachePlan& plan);
+// The replay shorthand: one full-attention group plus, unless `hybrid` is "" or "none", one
+// group of `mamba-align`, `mamba-all` or `swa:W`, all at `block_size`.
+Result<KvCacheManagerConfig> KvCacheManagerConfigFromHybrid(std::string_view hybrid,
+                                                            int64_t block_size,
+                                                            int64_t num_blocks);
+
+using RequestHandle = int32_t;
+
+struct PrefixHit {
+  int64_t num_tokens = 0;  // hit tokens: block-aligned (scheduler block), ≤ num_tokens − 1
+  // [latest] the longest hit any single group type found (≥ num_tokens): the end of a shared
+  // prefix whose state is not cached everywhere (Marconi junction). Equals num_tokens in
+  // classic and for single-group models.
+  int64_t shared_prefix_tokens = 0;
+};
+
+struct PrefixCacheStats {
+  int64_t requests = 0;      // lookups done
+  int64_t query_tokens = 0;  // Σ num_tokens of looked-up requests
+  int64_t hit_tokens = 0;    // Σ hit tokens
+};
+
+class KvCacheManager {
+ public:
+  // `config` must pass Validate() (checked).
+  explicit KvCacheManager(const KvCacheManagerConfig& config);
+  ~KvCacheManager();
+  KvCacheManager(const KvCacheManager&) = delete;
+  KvCacheManager& operator=(const KvCacheManager&) = delete;
+
+  const KvCacheManagerConfig& config() const { return config_; }
+  int num_groups() const { return static_cast<int>(config_.groups.size()); }
+
+  // ---- Request table -------------------------------------------------------------------
+  // Registers a request with its prompt and hashes the prompt's full blocks. `keys` (LoRA,
+  // salt, multimodal items) is copied when non-empty.
+  RequestHandle AddRequest(std::span<const TokenId> prompt, const RequestKeys& keys = {});
+  // Accepted output tokens (never drafts): extends the hash list.
+  void AppendTokens(RequestHandle h, std::span<const TokenId> tokens);
+  // Free(h), then forget the request; the handle may be reused by a later AddRequest.
+  void RemoveRequest(RequestHandle h);
+  int64_t num_tokens(RequestHandle h) const;
+  int64_t num_prompt_tokens(RequestHandle h) const;
+  int64_t num_live_requests() const { return num_live_; }
+
+  // ---- Scheduling ----------------------------------------------------------------------
+  // vLLM's get_computed_blocks: the longest prefix hit across groups, capped at
+  // num_tokens − 1 and aligned to the scheduler block size. Only looks when
+  // num_computed_tokens == 0 and caching is on; otherwise returns {0, 0}.
+  PrefixHit GetComputedBlocks(RequestHandle h, int64_t num_computed_tokens);
+
+  // vLLM's allocate_slots. `num_computed_tokens`: tokens that already have slots (the
+  // request's num_computed_tokens); `num_new_computed_tokens`: the prefix hit being admitted
+  // (0, or exactly the last GetComputedBlocks(h) result); `num_new_tokens`: tokens to compute
+  // now (including scheduled draft tokens); lookahead slots are allocated but never cached.
+  // With `full_sequence_must_fit`, the whole request (num_tokens) must fit first.
+  // Returns false, with nothing changed (but see remove_skipped above), when out of blocks.
+  bool AllocateSlots(RequestHandle h, int64_t num_computed_tokens, int64_t num_new_tokens,
+                     int64_t num_new_computed_tokens = 0, int64_t num_lookahead_tokens = 0,
+                     bool full_sequence_must_fit = false);
+
+  // Frees every block of the request in reverse order (group by group); the request keeps its
+  // hashes (preemption by recompute). Idempotent.
+  void Free(RequestHandle h);
+
+  // Frees blocks that fell out of a sliding window / chunk / old Mamba states, given the
+  // tokens actually processed. AllocateSlots calls it first; callers rarely need to.
+  void RemoveSkippedBlocks(RequestHandle h, int64_t num_computed_tokens);
+
+  // The Mamba `align` chunk split (_mamba_block_aligned_split, §6): trims `num_new_tokens`
+  // so a prefill chunk that does not finish the prompt ends on a block boundary and never
+  // runs past the last cacheable boundary; [latest] also stops at `shared_prefix_tokens`.
+  // `chunk_limit` is the step's token budget for this request (keeps a chunk non-empty when
+  // the block is larger than the budget). Identity when no Mamba align group exists.
+  int64_t MambaAlignedSplit(RequestHandle h, int64_t num_computed_tokens,
+                            int64_t num_new_tokens, int64_t shared_prefix_tokens,
+                            int64_t chunk_limit) const;
+
+  // ---- Queries -------------------------------------------------------------------------
+  std::span<const BlockId> blocks(RequestHandle h, int group) const;
+  std::span<const BlockHash> block_hashes(RequestHandle h) const;
+  int64_t num_free_blocks() const { return pool_.num_free_blocks(); }
+  double usage() const { return pool_.usage(); }
+  const BlockPool& pool() const { return pool_; }
+  BlockPool& mutable_pool() { return pool_; }
+  const PrefixCacheStats& stats() const { return stats_; }
+  // Blocks a fresh request of `num_tokens` tokens needs with no hit (admission math only).
+  int64_t BlocksNeededFresh(int64_t num_tokens) const;
+  // Drops the whole prefix cache; only when no request holds blocks (true on success).
+  bool ResetPrefixCache();
+
+  // Pool invariants plus: every held block reference is accounted for by exactly one request
+  // table entry (ref counts == table references), cached-block counts are in range.
+  void CheckInvariants() const;
+
+  struct RequestState;  // defined in the .cc
+
+ private:
+  struct Impl;
+  KvCacheManagerConfig config_;
+  BlockPool pool_;
+  PrefixCacheStats stats_;
+  int64_t num_live_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,84 @@
+// Router: picks the instance of a pool that serves a request. A small interface with three
+// policies (the registry is MakeRouter):
+//   round_robin   instances in turn;
+//   least_loaded  the instance with the least outstanding work (ties: lowest index);
+//   prefix_aware  block-hash affinity: the instance whose remembered block hashes match the
+//                 longest prefix of the request's hashes, unless its load exceeds the least
+//                 loaded one by more than `max_imbalance` (then least_loaded); ties → least
+//                 loaded → lowest index. After routing, the chosen instance remembers the
+//                 request's hashes (up to `capacity` per instance, least recently used out).
+// Routers see only what a real router sees: loads the cluster reports and the request's
+// block hashes (computed by the cluster from the token ids, at `hash_block_tokens`). They do
+// not look into the engines' caches. Deterministic: no randomness, stable tie-breaks.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/block_hash.h"
+#include "core/status.h"
+
+namespace kvsim {
+
+struct InstanceLoad {
+  int64_t waiting_tokens = 0;  // prompt tokens queued or in flight
+  int64_t running = 0;         // requests admitted
+  // The load the least_loaded policy compares.
+  int64_t score() const { return waiting_tokens + running; }
+};
+
+class Router {
+ public:
+  virtual ~Router() = default;
+  // The chosen instance in [0, loads.size()). `hashes` may be empty.
+  virtual int Route(std::span<const BlockHash> hashes, const std::vector<InstanceLoad>& loads) = 0;
+  virtual std::string_view name() const = 0;
+};
+
+class RoundRobinRouter final : public Router {
+ public:
+  int Route(std::span<const BlockHash> hashes, const std::vector<InstanceLoad>& loads) override;
+  std::string_view name() const override { return "round_robin"; }
+
+ private:
+  size_t next_ = 0;
+};
+
+class LeastLoadedRouter final : public Router {
+ public:
+  int Route(std::span<const BlockHash> hashes, const std::vector<InstanceLoad>& loads) override;
+  std::string_view name() const override { return "least_loaded"; }
+};
+
+class PrefixAwareRouter final : public Router {
+ public:
+  // `capacity`: hashes remembered per instance; `max_imbalance`: load-score slack before the
+  // affinity gives way to balance.
+  PrefixAwareRouter(int num_instances, int64_t capacity, int64_t max_imbalance);
+  int Route(std::span<const BlockHash> hashes, const std::vector<InstanceLoad>& loads) override;
+  std::string_view name() const override { return "prefix_aware"; }
+  // Leading hashes of `hashes` that instance `i` remembers.
+  int64_t MatchLength(int i, std::span<const BlockHash> hashes) const;
+
+ private:
+  struct Memory {
+    std::list<BlockHash> lru;  // most recent first
+    std::unordered_map<BlockHash, std::list<BlockHash>::iterator> where;
+  };
+  void Remember(int i, std::span<const BlockHash> hashes);
+  std::vector<Memory> mem_;
+  int64_t capacity_;
+  int64_t max_imbalance_;
+};
+
+// The registry: "round_robin", "least_loaded", "prefix_aware".
+Result<std::unique_ptr<Router>> MakeRouter(const std::string& policy, int num_instances,
+                                           int64_t prefix_capacity, int64_t max_imbalance);
+const std::vector<std::string>& RouterPolicyNames();
+
+}  // namespace kvsim

@@ -1,0 +1,242 @@
+#include "sim/replay/replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include "core/int_math.h"
+
+namespace kvsim {
+namespace {
+
+// Admits request `h` whose prompt has `prompt` tokens: lookup, then allocation (in Mamba
+// align chunks where needed). Returns the hit, or −1 if the first allocation failed (nothing
+// changed). `retry_later_chunks` is called when a later chunk fails; it must free something
+// and return false when nothing is left to free.
+template <class OnPressure>
+int64_t AdmitWholePrompt(KvCacheManager& m, RequestHandle h, int64_t prompt, bool mamba_align,
+                         OnPressure&& on_pressure) {
+  while (true) {
+    const PrefixHit hit = m.GetComputedBlocks(h, 0);
+    int64_t n = prompt - hit.num_tokens;
+    if (mamba_align) n = m.MambaAlignedSplit(h, hit.num_tokens, n, hit.shared_prefix_tokens, INT64_MAX);
+    if (m.AllocateSlots(h, 0, n, hit.num_tokens, 0, /*full_sequence_must_fit=*/true)) {
+      int64_t comp = hit.num_tokens + n;
+      while (comp < prompt) {
+        int64_t k = m.MambaAlignedSplit(h, comp, prompt - comp, hit.shared_prefix_tokens, INT64_MAX);
+        while (!m.AllocateSlots(h, comp, k)) {
+          if (!on_pressure()) {
+            m.Free(h);
+            return -1;
+          }
+        }
+        comp += k;
+      }
+      return hit.num_tokens;
+    }
+    if (!on_pressure()) return -1;
+  }
+}
+
+}  // namespace
+
+ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& config,
+                    const ReplayOptions& options) {
+  KvCacheManager m(config);
+  ReplayResult res;
+  res.requests = static_cast<int64_t>(trace.size());
+  const int64_t sb = config.scheduler_block_size();
+  const bool mamba_align = config.has_mamba_align();
+  if (options.per_request) res.outcomes.reserve(trace.size());
+  std::vector<TokenId> tokens;
+  std::deque<RequestHandle> live;
+  auto complete_oldest = [&]() {
+    if (live.empty()) return false;
+    m.RemoveRequest(live.front());
+    live.pop_front();
+    return true;
+  };
+  auto no_pressure_relief = [] { return false; };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < trace.size(); ++i) {
+    trace.PromptTokens(i, tokens);
+    const int64_t prompt = static_cast<int64_t>(tokens.size());
+    res.blocks += CeilDiv(prompt, sb);
+    const RequestHandle h = m.AddRequest(tokens);
+    int64_t hit;
+    if (options.concurrency <= 0) {
+      hit = AdmitWholePrompt(m, h, prompt, mamba_align, no_pressure_relief);
+      m.RemoveRequest(h);
+    } else {
+      if (static_cast<int64_t>(live.size()) >= options.concurrency) complete_oldest();
+      hit = AdmitWholePrompt(m, h, prompt, mamba_align, complete_oldest);
+      if (hit >= 0) {
+        live.push_back(h);
+      } else {
+        m.RemoveRequest(h);
+      }
+    }
+    if (hit >= 0) {
+      ++res.served;
+      res.prompt_tokens += prompt;
+      res.hit_tokens += hit;
+    } else {
+      ++res.not_served;
+    }
+    if (options.per_request)
+      res.outcomes.push_back({i, prompt, std::max<int64_t>(hit, 0), hit >= 0});
+  }
+  while (complete_oldest()) {
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+// ---- The one-pass curve ----------------------------------------------------------------
+
+namespace {
+
+// Fenwick tree over time stamps: marks which stamps are the latest of their item.
+class Fenwick {
+ public:
+  explicit Fenwick(size_t n) : t_(n + 1, 0) {}
+  void Add(size_t i, int32_t v) {
+    for (++i; i < t_.size(); i += i & (~i + 1)) t_[i] += v;
+  }
+  int64_t Prefix(size_t i) const {  // Σ [0, i)
+    int64_t s = 0;
+    for (; i > 0; i -= i & (~i + 1)) s += t_[i];
+    return s;
+  }
+
+ private:
+  std::vector<int32_t> t_;
+};
+
+// Open-addressing map content hash → last stamp (+1; 0 = empty).
+class StampMap {
+ public:
+  explicit StampMap(size_t expected) {
+    size_t cap = 16;
+    while (cap < 2 * expected) cap <<= 1;
+    keys_.assign(cap, 0);
+    vals_.assign(cap, 0);
+    mask_ = cap - 1;
+  }
+  uint64_t* Find(BlockHash h, bool insert) {
+    size_t i = static_cast<size_t>(h * 0x9e3779b97f4a7c15ULL >> 20) & mask_;
+    while (true) {
+      if (vals_[i] == 0) {
+        if (!insert) return nullptr;
+        keys_[i] = h;
+        return &vals_[i];
+      }
+      if (keys_[i] == h) return &vals_[i];
+      i = (i + 1) & mask_;
+    }
+  }
+
+ private:
+  std::vector<BlockHash> keys_;
+  std::vector<uint64_t> vals_;
+  size_t mask_;
+};
+
+}  // namespace
+
+int64_t CurveResult::HitTokensAt(int64_t capacity_blocks) const {
+  const int64_t usable = capacity_blocks - 1;
+  int64_t s = 0;
+  for (int64_t d = 0; d <= usable && d < static_cast<int64_t>(hist.size()); ++d)
+    s += hist[static_cast<size_t>(d)];
+  return s;
+}
+
+Result<CurveResult> ReplayCurve(const RequestTrace& trace, const KvCacheManagerConfig& config,
+                                int64_t max_capacity_blocks) {
+  if (config.groups.size() != 1 || config.groups[0].kind != KvGroupKind::kFullAttention)
+    return Status::Error("curve_unsupported",
+                         "--curve needs a single full-attention group (no --hybrid, and a "
+                         "model whose plan has one full-attention group)");
+  if (!config.enable_caching)
+    return Status::Error("curve_unsupported", "--curve needs prefix caching on");
+  const int64_t B = config.groups[0].block_size;
+  const bool latest = config.semantics == VllmSemantics::kLatest;
+  CurveResult res;
+  size_t total_items = 0;
+  for (size_t i = 0; i < trace.size(); ++i)
+    total_items += static_cast<size_t>(CeilDiv(trace[i].input_length, B));
+  Fenwick fw(total_items + 1);
+  StampMap stamps(total_items + 1);
+  size_t now = 0;
+  int64_t marked = 0;
+  int64_t max_blocks = 0;
+  int64_t prev_partial = 0;
+  std::vector<TokenId> tokens;
+  std::vector<BlockHash> hashes;
+  std::vector<int64_t> hist;
+  auto bump = [&](int64_t d, int64_t v) {
+    if (d >= static_cast<int64_t>(hist.size())) hist.resize(static_cast<size_t>(d + 1), 0);
+    hist[static_cast<size_t>(d)] += v;
+  };
+  for (size_t i = 0; i < trace.size(); ++i) {
+    trace.PromptTokens(i, tokens);
+    const int64_t P = static_cast<int64_t>(tokens.size());
+    hashes.clear();
+    HashFullBlocks(kNoneHash, tokens, B, hashes);
+    const int64_t k = static_cast<int64_t>(hashes.size());
+    const int64_t partial = (P % B) != 0 ? 1 : 0;
+    max_blocks = std::max(max_blocks, k + partial);
+    res.prompt_tokens += P;
+    const int64_t cap = (P - 1) / B;
+    int64_t running = 0;
+    for (int64_t j = 0; j < cap; ++j) {
+      const uint64_t* s = stamps.Find(hashes[static_cast<size_t>(j)], false);
+      if (s == nullptr) break;
+      const int64_t depth = marked - fw.Prefix(static_cast<size_t>(*s - 1));
+      running = std::max(running, depth);
+      bump(running + (latest ? prev_partial : 0), B);
+    }
+    // Push the request's items in free order: [partial], b_k, ..., b_1.
+    if (partial && !latest) {
+      fw.Add(now, 1);  // a unique item, never looked up again
+      ++marked;
+      ++now;
+    }
+    for (int64_t j = k - 1; j >= 0; --j) {
+      uint64_t* s = stamps.Find(hashes[static_cast<size_t>(j)], true);
+      if (*s != 0) {
+        fw.Add(static_cast<size_t>(*s - 1), -1);
+        --marked;
+      }
+      *s = now + 1;
+      fw.Add(now, 1);
+      ++marked;
+      ++now;
+    }
+    prev_partial = partial;
+  }
+  res.hist = std::move(hist);
+  res.min_capacity_blocks = max_blocks + 1;
+  res.saturation_blocks = std::max<int64_t>(static_cast<int64_t>(res.hist.size()), max_blocks) + 1;
+  int64_t hi = res.saturation_blocks;
+  if (max_capacity_blocks > 0) hi = std::min(hi, max_capacity_blocks);
+  int64_t cum = 0;
+  int64_t last = -1;
+  for (int64_t d = 0; d + 1 <= hi; ++d) {
+    if (d < static_cast<int64_t>(res.hist.size())) cum += res.hist[static_cast<size_t>(d)];
+    const int64_t cap_blocks = d + 1;
+    if (cap_blocks < res.min_capacity_blocks) continue;
+    if (cum != last || cap_blocks == hi) {
+      const double rate = res.prompt_tokens > 0
+                              ? static_cast<double>(cum) / static_cast<double>(res.prompt_tokens)
+                              : 0.0;
+      res.points.push_back({cap_blocks, cum, rate});
+      last = cum;
+    }
+  }
+  return res;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,96 @@
+// Cache-only replay of a request trace through the KV cache manager: the prefix-cache hit
+// rate a workload gets at a given block size, capacity and hybrid layout, exactly as vLLM's
+// scheduler would compute it for each request arriving with its whole prompt (issue 3):
+// look up the hit (capped so at least one token is computed), allocate the rest, cache the
+// full blocks, then free the request — or, with `concurrency` N > 0, keep up to N requests
+// allocated and complete them first-in first-out (when an allocation fails the oldest is
+// completed and the request retried; one that cannot fit alone is "not served").
+// With a Mamba `align` group the prompt is allocated in the chunks the scheduler's
+// block-aligned split makes (reference §6), so Mamba states are cached where chunks end.
+//
+// ReplayCurve computes the hit rate at every capacity in one pass with LRU stack distances
+// (Mattson et al.). It is exact where vLLM's eviction is a stack algorithm; see its comment.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kv_cache_manager.h"
+#include "core/status.h"
+#include "sim/trace/request_trace.h"
+
+namespace kvsim {
+
+struct ReplayOptions {
+  int64_t concurrency = 0;   // 0: free each request right after it is cached
+  bool per_request = false;  // fill ReplayResult::outcomes
+};
+
+struct RequestOutcome {
+  size_t index = 0;  // into the trace
+  int64_t prompt_tokens = 0;
+  int64_t hit_tokens = 0;
+  bool served = true;
+};
+
+struct ReplayResult {
+  int64_t requests = 0;      // requests in the trace
+  int64_t served = 0;
+  int64_t not_served = 0;    // could not fit even alone
+  int64_t prompt_tokens = 0; // Σ over served requests
+  int64_t hit_tokens = 0;    // Σ over served requests
+  int64_t blocks = 0;        // Σ cdiv(prompt, block) over all requests (scheduler block)
+  double seconds = 0;        // wall time of the replay loop (tokens, hashing, cache ops)
+  std::vector<RequestOutcome> outcomes;
+
+  double hit_rate() const {
+    return prompt_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(prompt_tokens)
+                             : 0.0;
+  }
+  double blocks_per_s() const { return seconds > 0 ? static_cast<double>(blocks) / seconds : 0; }
+};
+
+ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& config,
+                    const ReplayOptions& options = {});
+
+// One row of the hit-rate-vs-capacity curve. capacity_blocks is vLLM's num_gpu_blocks
+// (including the null block).
+struct CurvePoint {
+  int64_t capacity_blocks = 0;
+  int64_t hit_tokens = 0;
+  double hit_rate = 0;
+};
+
+struct CurveResult {
+  int64_t prompt_tokens = 0;
+  int64_t min_capacity_blocks = 0;  // smallest num_blocks at which every request fits
+  int64_t saturation_blocks = 0;    // from here on the hit no longer grows
+  // One point per capacity at which hit_tokens changes, from min_capacity_blocks up to
+  // min(max_capacity_blocks, saturation); between points the value of the previous point holds.
+  std::vector<CurvePoint> points;
+  // Hit tokens at any capacity (num_blocks ≥ min_capacity_blocks).
+  int64_t HitTokensAt(int64_t capacity_blocks) const;
+  std::vector<int64_t> hist;  // hit tokens by effective usable capacity needed
+};
+
+// The curve for a single full-attention group (the default replay mode, concurrency off).
+//
+// Why this is exact: with requests freed one at a time, every block of a request is touched
+// or allocated and then freed in reverse order, so the free queue orders block *contents* by
+// recency — an LRU stack — and a chain's ancestors are always more recent than its
+// descendants, so the hit at capacity U is the longest prefix whose blocks all have stack
+// depth ≤ U. [classic] the partial last block of each request is a unique item in the
+// stack; [latest] it goes to the head and costs exactly one slot while it is the newest
+// unhashed block. Where vLLM is not a stack algorithm: a prompt of exactly k·B tokens
+// recomputes its last block even when it is cached (the hit cap), which leaves a second
+// physical copy ("ghost") in the queue taking one slot until evicted. With g ghosts alive a
+// replay at U sees exactly the stack's top U − g items, so
+//     curve(U − D) ≤ replay(U) ≤ curve(U),  D = number of such duplicate recomputes,
+// which tests check; with no block-aligned repeat prompts the two agree exactly.
+// Capacities below min_capacity_blocks (where some request cannot be served) are not
+// reported, because unserved requests would change the stack differently per capacity.
+Result<CurveResult> ReplayCurve(const RequestTrace& trace, const KvCacheManagerConfig& config,
+                                int64_t max_capacity_blocks = 0);
+
+}  // namespace kvsim

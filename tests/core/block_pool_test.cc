@@ -1,0 +1,134 @@
+// BlockPool: free-queue order in both semantics, duplicate keys, and a randomized
+// comparison of the open-addressing cache map against a simple reference model.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "core/block_pool.h"
+
+namespace kvsim {
+namespace {
+
+using Ids = std::vector<BlockId>;
+
+TEST_CASE("Null block and initial queue", "[block_pool]") {
+  BlockPool p(6);
+  p.CheckInvariants();
+  CHECK(p.num_free_blocks() == 5);
+  CHECK(p.FreeQueue() == Ids{1, 2, 3, 4, 5});
+  CHECK(p.usage() == 0.0);
+  Ids got(2);
+  REQUIRE(p.GetNewBlocks(2, got.data()));
+  CHECK(got == Ids{1, 2});
+  CHECK(p.usage() == 0.4);
+  Ids too(4);
+  CHECK_FALSE(p.GetNewBlocks(4, too.data()));  // only 3 free: nothing changes
+  CHECK(p.FreeQueue() == Ids{3, 4, 5});
+  p.CheckInvariants();
+}
+
+TEST_CASE("Freed blocks: classic → tail; latest → unhashed at head, hashed at tail",
+          "[block_pool]") {
+  const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
+  BlockPool p(8, true, sem);
+  Ids b(4);
+  REQUIRE(p.GetNewBlocks(4, b.data()));  // 1 2 3 4
+  p.CacheBlock(1, 111, 0);
+  p.CacheBlock(3, 333, 0);
+  p.FreeBlocks(Ids{1, 2, 3, 4});
+  p.CheckInvariants();
+  if (sem == VllmSemantics::kClassic) {
+    CHECK(p.FreeQueue() == Ids{5, 6, 7, 1, 2, 3, 4});
+  } else {
+    CHECK(p.FreeQueue() == Ids{2, 4, 5, 6, 7, 1, 3});
+  }
+  // Touching a cached free block takes it out of the queue; freeing puts it back at the tail.
+  CHECK(p.GetCachedBlock(333, 0) == 3);
+  CHECK(p.GetCachedBlock(333, 1) == kNoBlock);  // groups are separate namespaces
+  p.Touch(Ids{3, kNullBlock});
+  CHECK(p.ref_cnt(3) == 1);
+  p.CheckInvariants();
+  p.FreeBlocksReversed(Ids{3});
+  CHECK(p.FreeQueue().back() == 3);
+  p.CheckInvariants();
+}
+
+TEST_CASE("Caching off (latest): every freed block goes to the head", "[block_pool]") {
+  BlockPool p(5, false, VllmSemantics::kLatest);
+  Ids b(3);
+  REQUIRE(p.GetNewBlocks(3, b.data()));
+  p.CacheBlock(1, 5, 0);  // ignored when caching is off
+  CHECK_FALSE(p.is_cached(1));
+  p.FreeBlocksReversed(b);
+  CHECK(p.FreeQueue() == Ids{3, 2, 1, 4});
+  p.CheckInvariants();
+}
+
+TEST_CASE("Duplicate keys: lookup returns the first inserted; eviction unlinks", "[block_pool]") {
+  BlockPool p(6);
+  Ids b(3);
+  REQUIRE(p.GetNewBlocks(3, b.data()));
+  p.CacheBlock(2, 42, 0);
+  p.CacheBlock(1, 42, 0);
+  p.CacheBlock(3, 42, 0);
+  p.CheckInvariants();
+  CHECK(p.GetCachedBlock(42, 0) == 2);
+  CHECK(p.EvictCachedBlock(2));
+  CHECK(p.GetCachedBlock(42, 0) == 1);
+  CHECK(p.EvictCachedBlock(3));
+  CHECK(p.GetCachedBlock(42, 0) == 1);
+  CHECK(p.EvictCachedBlock(1));
+  CHECK(p.GetCachedBlock(42, 0) == kNoBlock);
+  CHECK_FALSE(p.EvictCachedBlock(1));
+  p.CheckInvariants();
+  p.FreeBlocks(b);
+  CHECK(p.ResetPrefixCache());
+}
+
+TEST_CASE("Cache map against a reference model under random churn", "[block_pool][property]") {
+  const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
+  std::mt19937_64 rng(1234);
+  const int64_t n = 64;
+  BlockPool p(n, true, sem);
+  std::vector<int32_t> held;
+  // Few distinct hashes (many probe collisions and duplicates) in two groups.
+  auto rnd_hash = [&] { return static_cast<BlockHash>(rng() % 40) * 0x100000001ULL; };
+  for (int step = 0; step < 20000; ++step) {
+    const int op = static_cast<int>(rng() % 4);
+    if (op == 0 && p.num_free_blocks() > 0) {
+      const int64_t k = 1 + static_cast<int64_t>(rng() % std::min<int64_t>(4, p.num_free_blocks()));
+      Ids got(static_cast<size_t>(k));
+      REQUIRE(p.GetNewBlocks(k, got.data()));
+      for (BlockId b : got) {
+        held.push_back(b);
+        if (rng() % 3 != 0) p.CacheBlock(b, rnd_hash(), static_cast<int32_t>(rng() % 2));
+      }
+    } else if (op == 1 && !held.empty()) {
+      const size_t i = rng() % held.size();
+      p.FreeBlocks(Ids{held[i]});
+      held.erase(held.begin() + static_cast<long>(i));
+    } else if (op == 2) {
+      const BlockHash h = rnd_hash();
+      const int32_t g = static_cast<int32_t>(rng() % 2);
+      const BlockId b = p.GetCachedBlock(h, g);
+      // Reference: the lowest insertion among blocks carrying (h, g) — check membership.
+      bool any = false;
+      for (BlockId x = 1; x < n; ++x) any |= p.is_cached(x) && p.block_hash(x) == h && p.block_group(x) == g;
+      CHECK(any == (b != kNoBlock));
+      if (b != kNoBlock && p.ref_cnt(b) == 0) {
+        p.Touch(Ids{b});
+        held.push_back(b);
+      }
+    } else if (op == 3) {
+      p.EvictCachedBlock(static_cast<BlockId>(1 + rng() % (n - 1)));
+    }
+    if (step % 97 == 0) p.CheckInvariants();
+  }
+  p.CheckInvariants();
+}
+
+}  // namespace
+}  // namespace kvsim
