@@ -27,7 +27,7 @@ enum class KvOrder : uint8_t { kLBHNC, kLBNHC, kLHBNC, kBLHNC, kBLNHC, kBHLNC };
 // Where V sits relative to K.
 enum class KvSplit : uint8_t {
   kPackedInContent,  // [latest] one content row per (head, token): K bytes then V bytes
-  kKvInBlock,        // [classic] each block holds a K block then a V block: (B, 2, ...)
+  kKvInBlock,        // [classic] each layer's block holds a K block then a V block: (B, 2, ...)
   kKvFirstTensor,    // [legacy FlashAttention] all K blocks, then all V blocks: (2, B, ...)
 };
 
@@ -55,6 +55,13 @@ struct KvLayout {
   int64_t layer_stride = 0;  // bytes between layer slots; 0 = dense
   int64_t base_offset = 0;   // bytes added to every offset
   int64_t kernel_split = 1;  // kernel blocks per manager block
+  // Bytes of the allocation that offsets index from its byte 0, when this layout is a view
+  // of a larger one (a pack member, one layer of a stack, one layer of a cross-layer slab).
+  // 0 = derived: base_offset plus the layout's own outermost extent × stride.
+  int64_t allocation = 0;
+  // Layer slots the strides are computed with, when this is a LayerView of a stack of them:
+  // axes outside L (S for K/V-first tensors, H in BHLNC) keep the stack's strides. 0 = L.
+  int64_t stride_layers = 0;
 
   KVSIM_HOST_DEVICE constexpr int64_t content_bytes() const { return k_bytes + v_bytes; }
   KVSIM_HOST_DEVICE constexpr int64_t num_halves() const {
@@ -84,10 +91,12 @@ struct KvLayout {
     }
     int k = 0;
     if (kv_split == KvSplit::kKvFirstTensor) out[k++] = kS;
+    // Classic blocks-first layouts put [K block | V block] inside each layer's block: S goes
+    // right after the later of B and L (after B alone when H separates them, as in LHBNC).
+    const int s_after = (lbhnc[0] == kB && (lbhnc[1] == kL || lbhnc[2] == kL)) ? kL : kB;
     for (int i = 0; i < 4; ++i) {  // lbhnc[4] is always C
       out[k++] = lbhnc[i];
-      // Classic blocks-first layouts put [K block | V block] inside each block.
-      if (lbhnc[i] == kB && kv_split == KvSplit::kKvInBlock) out[k++] = kS;
+      if (lbhnc[i] == s_after && kv_split == KvSplit::kKvInBlock) out[k++] = kS;
     }
     // Packed: S has extent 1, so its place (just outside C) does not matter.
     if (kv_split == KvSplit::kPackedInContent) out[k++] = kS;
@@ -118,18 +127,24 @@ struct KvLayout {
       if (a == kB && block_stride > 0) s = block_stride;
       if (a == kL && layer_stride > 0) s = layer_stride;
       stride[a] = s;
-      running = s * Extent(a);
+      running = s * (a == kL && stride_layers > 0 ? stride_layers : Extent(a));
     }
   }
 
-  // Bytes of the whole allocation this layout lives in (base_offset excluded: a pack
-  // member's view shares its allocation with the other members).
+  // Bytes of the whole allocation this layout lives in, counted from the byte that offset 0
+  // names: every offset() lies in [base_offset, allocation_bytes()). A view (LayerView, a
+  // pack member, a layer of a slab) reports the allocation it shares with its siblings.
   KVSIM_HOST_DEVICE constexpr int64_t allocation_bytes() const {
+    if (allocation > 0) return allocation;
     int ord[kNumAxes] = {0, 0, 0, 0, 0, 0};
     AxisOrder(ord);
     int64_t stride[kNumAxes] = {0, 0, 0, 0, 0, 0};
     Strides(stride);
-    return stride[ord[0]] * Extent(ord[0]);
+    return base_offset + stride[ord[0]] * Extent(ord[0]);
+  }
+  // Bytes that hold K/V content: what offset() can reach.
+  KVSIM_HOST_DEVICE constexpr int64_t content_total_bytes() const {
+    return num_layers * num_blocks * num_heads * block_tokens * content_bytes();
   }
 
   // Bytes of one manager block (page) as the manager sees it: kernel_split kernel blocks.
@@ -170,10 +185,12 @@ struct KvLayout {
     int64_t stride[kNumAxes] = {0, 0, 0, 0, 0, 0};
     Strides(stride);
     KvLayout v = *this;
+    v.stride_layers = stride_layers > 0 ? stride_layers : num_layers;
     v.num_layers = 1;
     v.base_offset = base_offset + layer * stride[kL];
     v.block_stride = stride[kB];
     v.layer_stride = stride[kL];
+    v.allocation = allocation_bytes();
     // Offsets stay absolute in the shared allocation, so a kernel given the allocation's
     // base pointer and this view touches only this slot's bytes.
     return v;

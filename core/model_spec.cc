@@ -75,6 +75,17 @@ Result<KvCacheSpec> LayerSpec::ToKvCacheSpec(int64_t tp, int64_t block_size, DTy
     s.num_kv_heads = 1;
     s.head_size_v = 0;
   } else {
+    // vLLM's attention layers split KV heads over TP or replicate them; a TP size that does
+    // neither is rejected when the model loads.
+    if (num_kv_heads < 1) {
+      return Status::Error("invalid_config", "an attention layer needs num_kv_heads >= 1");
+    }
+    if (num_kv_heads >= tp ? num_kv_heads % tp != 0 : tp % num_kv_heads != 0) {
+      return Status::Error("tp_not_divisible",
+                           "KV heads = " + std::to_string(num_kv_heads) +
+                               " cannot be split over TP " + std::to_string(tp) +
+                               " (one must divide the other)");
+    }
     s.num_kv_heads = std::max<int64_t>(1, num_kv_heads / tp);
     s.head_size_v = head_size_v < 0 ? head_size : head_size_v;
   }

@@ -49,6 +49,42 @@ bool SameAllocation(const KvCacheSpec& a, const KvCacheSpec& b) {
   return a == b;
 }
 
+// Errors about one layer lead with the key a user changes to fix them: parallel.tp for TP
+// divisions, the layers list otherwise. The sim layer maps the key to a file and line.
+Status LayerError(const Status& s, const ModelSpec& model, const LayerSpec* layer,
+                  bool is_draft) {
+  const int64_t i = layer - model.layers.data();
+  const std::string name = (is_draft ? "D" : "L") + std::to_string(i + 1);
+  const std::string key = s.code() == "tp_not_divisible"
+                              ? "parallel.tp"
+                              : (is_draft ? "model.draft.layers" : "model.layers");
+  const std::string_view kind = layer->kind == LayerKind::kMamba
+                                    ? MambaMixerName(layer->mamba.mixer)
+                                    : LayerKindName(layer->kind);
+  return Status::Error(s.code(), key + ": layer " + name + " (" + std::string(kind) + ") of " +
+                                     (model.name.empty() ? "the model" : model.name) + ": " +
+                                     s.message());
+}
+
+// UniformTypeKVCacheSpecs.is_uniform_type (§1.4, §3.1): one block size, and one type that
+// needs the same token slots: full attention (MLAAttentionSpec is a FullAttentionSpec, and
+// windows do not matter), sliding windows of one size, chunks of one size, or Mamba with the
+// same speculative blocks.
+bool SameType(const KvCacheSpec& a, const KvCacheSpec& b) {
+  if (a.block_size != b.block_size) return false;
+  const auto full = [](const KvCacheSpec& s) {
+    return s.kind == LayerKind::kFullAttention || s.kind == LayerKind::kMla;
+  };
+  if (full(a) || full(b)) return full(a) && full(b);
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case LayerKind::kSlidingWindow: return a.sliding_window == b.sliding_window;
+    case LayerKind::kChunkedLocal: return a.attention_chunk_size == b.attention_chunk_size;
+    case LayerKind::kMamba: return a.num_speculative_blocks == b.num_speculative_blocks;
+    default: return true;
+  }
+}
+
 // A layer, or a pack of attention layers, as grouping and unification see it.
 struct PseudoLayer {
   KvCacheSpec spec;
@@ -178,6 +214,8 @@ KvLayout KvCachePlan::LayoutForLayer(int li) const {
   const int64_t block_span = cross_layer ? block_bytes : s.page_bytes();
   KvLayout l;
   l.kv_split = KvSplit::kPackedInContent;
+  // Offsets index the layer's slot tensor (or the slab) from its first byte.
+  l.allocation = block_span * num_blocks;
   if (s.kind == LayerKind::kMamba) {
     l.order = cross_layer ? KvOrder::kBLHNC : KvOrder::kLBHNC;
     l.num_blocks = num_blocks;
@@ -201,6 +239,20 @@ KvLayout KvCachePlan::LayoutForLayer(int li) const {
   l.kernel_split = split;
   l.block_stride = block_span / split;
   l.base_offset = pl.slab_offset + pl.pack_member * (s.layer_page_bytes() / split);
+  if (config.kv_split == KvSplit::kKvFirstTensor) {
+    // Legacy (2, B, ...): a kernel block's stride is its K half; V blocks follow all K blocks.
+    l.block_stride /= 2;
+  }
+  if (cross_layer && config.layout == KvOrder::kBHLNC) {
+    // Heads outside layers: each block of the slab is one [H, L, N, C] grid over the slab's
+    // layer positions, so a layer is a view of that grid (PlanKvCache checked that every
+    // layer has the same cell shape and no padding).
+    KvLayout grid = l;
+    grid.order = KvOrder::kBHLNC;
+    grid.num_layers = block_bytes / s.page_bytes();
+    grid.base_offset = 0;
+    return grid.LayerView(pl.slab_offset / s.page_bytes());
+  }
   return l;
 }
 
@@ -271,12 +323,12 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   if (first_mamba) {
     auto m_spec = first_mamba->ToKvCacheSpec(config.tp, block_size, config.kv_dtype, model_dtype,
                                              nspec);
-    if (!m_spec.ok()) return m_spec.status();
+    if (!m_spec.ok()) return LayerError(m_spec.status(), target, first_mamba, false);
     const int64_t m = m_spec->mamba_state_bytes();
     plan.mamba_real_page_bytes = m;
     if (m > 0 && first_attn) {
       auto a_spec = first_attn->ToKvCacheSpec(config.tp, 1, config.kv_dtype, model_dtype, nspec);
-      if (!a_spec.ok()) return a_spec.status();
+      if (!a_spec.ok()) return LayerError(a_spec.status(), target, first_attn, false);
       KvCacheSpec one = a_spec.value();
       if (one.kind != LayerKind::kMla) one.kind = LayerKind::kFullAttention;
       const int64_t a1 = one.real_page_bytes() * config.attn_pack_size;
@@ -326,15 +378,17 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
       const bool mamba = l.kind == LayerKind::kMamba;
       auto spec = l.ToKvCacheSpec(config.tp, mamba ? mamba_block : block_size, config.kv_dtype,
                                   model.dtype, nspec);
-      if (!spec.ok()) return spec.status();
+      if (!spec.ok()) return LayerError(spec.status(), model, &l, is_draft);
       PlannedLayer pl;
       pl.name = (is_draft ? "D" : "L") + std::to_string(i + 1);
       pl.is_draft = is_draft;
       pl.spec = spec.value();
       if (mamba && mamba_padded > 0) pl.spec.page_size_padded = mamba_padded;
       if (pl.spec.is_attention() && pl.spec.content_bytes() <= 0) {
-        return Status::Error("invalid_config", "layer " + pl.name + ": attention layer with " +
-                                                   "no KV bytes (check head_size and dtype)");
+        return LayerError(Status::Error("invalid_config",
+                                        "an attention layer with no KV bytes (check head_size "
+                                        "and dtype)"),
+                          model, &l, is_draft);
       }
       plan.layers.push_back(std::move(pl));
     }
@@ -424,10 +478,7 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   bool all_same = true, same_type = true;
   for (const auto& p : pseudo) {
     all_same &= SameAllocation(p.spec, pseudo[0].spec);
-    same_type &= p.spec.kind == pseudo[0].spec.kind && p.spec.is_attention() &&
-                 p.spec.block_size == pseudo[0].spec.block_size &&
-                 p.spec.sliding_window == pseudo[0].spec.sliding_window &&
-                 p.spec.attention_chunk_size == pseudo[0].spec.attention_chunk_size;
+    same_type &= SameType(p.spec, pseudo[0].spec);
   }
   plan.cross_layer = IsB_First(config.layout);
   auto memory_blocks = [&](int64_t bytes_per_block) {
@@ -461,7 +512,9 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
       specs.push_back(p.spec);
       names.push_back(p.name);
     }
-    if (Status s = UnifyPageSizes(specs, names, config.semantics); !s.ok()) return s;
+    if (Status s = UnifyPageSizes(specs, names, config.semantics); !s.ok()) {
+      return Status::Error(s.code(), (draft ? "model.draft: " : "model: ") + s.message());
+    }
     for (size_t i = 0; i < pseudo.size(); ++i) pseudo[i].spec = specs[i];
     plan.page_bytes = specs[0].page_bytes();
     // Bucket by identical spec, in order of first appearance (§3.2).
@@ -551,6 +604,31 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
 
   // --- Cross-layer slab (B-first layouts, §3.3 "packed layout") ---------------------------
   if (plan.cross_layer) {
+    if (config.kv_split == KvSplit::kKvFirstTensor) {
+      return bad("cache.kv_split", "kv_first_tensor keeps K and V halves per layer tensor; a "
+                                   "cross-layer slab needs packed_content or kv_in_block");
+    }
+    for (const auto& l : plan.layers) {
+      if (config.layout != KvOrder::kBHLNC) break;
+      const KvCacheSpec& a = plan.layers[0].spec;
+      const KvCacheSpec& b = l.spec;
+      if (!a.is_attention()) {
+        return bad("cache.layout", "BHLNC interleaves the heads of every layer of a block; layer " +
+                                       plan.layers[0].name + " (" +
+                                       std::string(LayerKindName(a.kind)) +
+                                       ") has no heads to interleave (use BLHNC)");
+      }
+      if (!b.is_attention() || b.pack_size > 1 || b.page_size_padded > 0 ||
+          b.num_head_slots() != a.num_head_slots() || b.block_size != a.block_size ||
+          b.k_content_bytes() != a.k_content_bytes() ||
+          b.v_content_bytes() != a.v_content_bytes()) {
+        return bad("cache.layout",
+                   "BHLNC interleaves the heads of every layer of a block, so every layer needs "
+                   "the same heads, block size and content width, unpadded and unpacked; layer " +
+                       l.name + " (" + std::string(LayerKindName(b.kind)) +
+                       ") differs from layer " + plan.layers[0].name + " (use BLHNC)");
+      }
+    }
     for (const auto& l : plan.layers) {
       if (l.spec.is_attention() && !l.spec.indexes_kv_by_block_stride) {
         return bad("cache.layout",
@@ -575,9 +653,12 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   if (plan.num_blocks < 2) {
     return Status::Error(
         "kv_memory_too_small",
-        "cache.kv_memory_bytes = " + std::to_string(config.kv_memory_bytes) +
-            " holds fewer than 2 blocks of " + Bytes(plan.block_bytes) +
-            " (one is the null block)");
+        config.num_gpu_blocks > 0
+            ? "cache.num_gpu_blocks: " + std::to_string(config.num_gpu_blocks) +
+                  " blocks leave none usable (block 0 is the null block); give at least 2"
+            : "cache.kv_memory_bytes: " + std::to_string(config.kv_memory_bytes) +
+                  " B holds fewer than 2 blocks of " + Bytes(plan.block_bytes) +
+                  " (one is the null block)");
   }
   for (auto& t : plan.tensors) {
     const KvCacheSpec& s = plan.layers[t.shared_by[0]].spec;
@@ -625,6 +706,13 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
       if (l.spec.is_attention() && l.spec.k_content_bytes() != l.spec.v_content_bytes()) {
         return bad("cache.kv_split", "K/V split layouts need equal K and V widths (layer " +
                                          l.name + ")");
+      }
+      if (l.spec.is_attention() && config.kv_split == KvSplit::kKvFirstTensor &&
+          plan.shape == PlanShape::kHybrid) {
+        return bad("cache.kv_split",
+                   "kv_first_tensor puts every V block after every K block, so a block id's "
+                   "bytes are not one page and cannot share a tensor with other groups (layer " +
+                       l.name + "; vLLM restrided hybrid models to (B, 2, ...) = kv_in_block)");
       }
       if (l.spec.is_attention() && l.spec.page_size_padded > 0 &&
           config.kv_split == KvSplit::kKvFirstTensor) {

@@ -9,12 +9,26 @@ namespace kvsim {
 
 Status ConfigErrors::ToStatus() const {
   if (list.empty()) return Status::Ok();
-  std::string msg;
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (i) msg += "\n";
-    msg += list[i].message;
+  std::vector<const ConfigError*> shown;
+  for (const auto& e : list) {
+    if (e.code == "unknown_key") shown.push_back(&e);
   }
-  return Status::Error(list[0].code, msg);
+  for (const auto& e : list) {
+    if (e.code == "unknown_key") continue;
+    const bool explained =
+        e.code == "missing_key" && !e.key.empty() &&
+        std::any_of(list.begin(), list.end(), [&](const ConfigError& u) {
+          return u.code == "unknown_key" && !u.suggestion.empty() &&
+                 (e.key == u.suggestion || e.key.rfind(u.suggestion + ".", 0) == 0);
+        });
+    if (!explained) shown.push_back(&e);
+  }
+  std::string msg;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    if (i) msg += "\n";
+    msg += shown[i]->message;
+  }
+  return Status::Error(shown[0]->code, msg);
 }
 
 int EditDistance(const std::string& a, const std::string& b) {
@@ -82,7 +96,7 @@ void ConfigReader::Error(const std::string& key, const std::string& code,
   const SourcePos pos = PosOf(key);
   std::string where = pos.ToString();
   errors_->list.push_back(
-      {code, (where.empty() ? "" : where + ": ") + KeyPath(key) + ": " + message});
+      {code, (where.empty() ? "" : where + ": ") + KeyPath(key) + ": " + message, KeyPath(key)});
 }
 
 void ConfigReader::WrongType(const std::string& key, const ConfigNode& n,
@@ -348,8 +362,10 @@ void ConfigReader::Finish() {
     if (requested_.count(k)) continue;
     const std::string near = ClosestMatch(k, known);
     errors_->list.push_back(
-        {"unknown_key", node_->key_pos[i].ToString() + ": " + KeyPath(k) + ": unknown key" +
-                            (near.empty() ? "" : " (did you mean " + KeyPath(near) + "?)")});
+        {"unknown_key",
+         node_->key_pos[i].ToString() + ": " + KeyPath(k) + ": unknown key" +
+             (near.empty() ? "" : " (did you mean " + KeyPath(near) + "?)"),
+         KeyPath(k), near.empty() ? "" : KeyPath(near)});
   }
 }
 

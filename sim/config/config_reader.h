@@ -19,14 +19,22 @@
 namespace kvsim {
 
 struct ConfigError {
+  ConfigError(std::string c, std::string m, std::string k = "", std::string s = "")
+      : code(std::move(c)), message(std::move(m)), key(std::move(k)), suggestion(std::move(s)) {}
+
   std::string code;     // unknown_key, wrong_type, bad_value, missing_key, ...
   std::string message;  // "file:line: key.path: what is wrong"
+  std::string key;      // the key path the error is about ("" if none)
+  std::string suggestion;  // unknown_key: the key path it probably meant ("" if none)
 };
 
 struct ConfigErrors {
   std::vector<ConfigError> list;
   bool empty() const { return list.empty(); }
-  Status ToStatus() const;  // all messages, one per line; code of the first
+  // All messages, one per line, unknown keys first (a misspelt key is usually why another
+  // is reported missing; a missing-key error that a did-you-mean explains is dropped). The
+  // code is the first remaining error's.
+  Status ToStatus() const;
 };
 
 struct KeyDoc {

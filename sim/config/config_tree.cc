@@ -76,7 +76,10 @@ Status ApplyOverride(ConfigNode& root, const std::string& assignment) {
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   auto value = ParseYaml(text.empty() ? "\"\"" : text, "--set " + path);
-  if (!value.ok()) return value.status();
+  if (!value.ok()) {
+    return Status::Error("bad_override", "--set " + assignment + ": the value is not valid YAML (" +
+                                             value.status().message() + ")");
+  }
   ConfigNode* node = &root;
   if (!node->is_map()) node->kind = ConfigNode::Kind::kMap;
   size_t start = 0;

@@ -74,7 +74,8 @@ Result<ConfigNode> ParseYaml(const std::string& text, const std::string& name) {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return Status::Error("bad_yaml", name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                         std::to_string(e.mark.column + 1) + ": " + e.msg);
+                                         std::to_string(e.mark.column + 1) +
+                                         ": malformed YAML: " + e.msg);
   }
   ConfigNode out;
   Status s = Convert(root, name, "", &out);

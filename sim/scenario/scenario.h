@@ -41,9 +41,10 @@ struct Scenario {
 
   ConfigNode tree;  // the merged tree the structs came from (after includes and overrides)
 
-  Result<KvCachePlan> Plan() const {
-    return PlanKvCache(model, draft ? &*draft : nullptr, cache);
-  }
+  // The KV cache plan of this scenario. A planner error names the key to change
+  // ("parallel.tp: ..."); this prefixes it with the file and line that set that key (or the
+  // closest enclosing key, or the scenario file when the value is a default).
+  Result<KvCachePlan> Plan() const;
 };
 
 }  // namespace kvsim

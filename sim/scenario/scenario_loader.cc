@@ -50,7 +50,10 @@ Result<ConfigNode> LoadWithIncludes(const std::string& path, int depth,
   auto text = ReadFile(path);
   if (!text) return Status::Error("missing_file", path + ": no such scenario file");
   if (std::find(stack.begin(), stack.end(), text->name) != stack.end()) {
-    return Status::Error("include_cycle", text->name + ": included from itself");
+    // The include item that closes the cycle adds its file and line (below).
+    std::string chain;
+    for (const auto& f : stack) chain += f + " → ";
+    return Status::Error("include_cycle", "include cycle: " + chain + text->name);
   }
   auto parsed = ParseYaml(text->text, text->name);
   if (!parsed.ok()) return parsed.status();
@@ -89,6 +92,10 @@ Result<ConfigNode> LoadWithIncludes(const std::string& path, int depth,
       if (child.status().code() == "missing_file") {
         return Status::Error("missing_file", item->pos.ToString() + ": include: cannot find " +
                                                  item->scalar + " (looked for " + rel + ")");
+      }
+      const std::string& msg = child.status().message();
+      if (child.status().code() == "include_cycle" && msg.rfind("include cycle: ", 0) == 0) {
+        return Status::Error("include_cycle", item->pos.ToString() + ": include: " + msg);
       }
       return child.status();
     }
