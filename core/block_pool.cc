@@ -23,23 +23,20 @@ BlockPool::BlockPool(int64_t num_blocks, bool enable_caching, VllmSemantics sema
   KVSIM_CHECK(num_blocks >= 1);
   KVSIM_CHECK(num_blocks < (int64_t{1} << 30));
   const size_t n = static_cast<size_t>(num_blocks);
-  ref_.assign(n, 0);
-  prev_.assign(n + 1, kNoBlock);
-  next_.assign(n + 1, kNoBlock);
-  hash_.assign(n, 0);
-  group_.assign(n, -1);
-  hashed_.assign(n, 0);
-  dup_next_.assign(n, kNoBlock);
+  blk_.assign(n, Block{kNotQueued, 0, 0, -1, kNoBlock, 0});
+  size_t rcap = 16;
+  while (rcap < 4 * n) rcap <<= 1;
+  ring_.assign(rcap, kTomb);
+  ring_mask_ = rcap - 1;
+  head_ = tail_ = uint64_t{1} << 62;  // room to prepend without wrapping below zero
   size_t cap = 16;
   while (cap < 2 * n) cap <<= 1;
   map_.assign(cap, MapEntry{0, -1, kNoBlock});
   map_mask_ = cap - 1;
   scratch_.reserve(n);
-  // Sentinel at index n: an empty circular list. Blocks 1..n-1 in id order; block 0 is the
-  // null block and never enters the queue.
-  const BlockId s = static_cast<BlockId>(num_blocks);
-  prev_[s] = next_[s] = s;
-  for (BlockId b = 1; b < s; ++b) QueueAppend(b);
+  compact_.reserve(n);
+  // Blocks 1..n-1 in id order; block 0 is the null block and never enters the queue.
+  for (BlockId b = 1; b < static_cast<BlockId>(num_blocks); ++b) QueueAppend(b);
 }
 
 double BlockPool::usage() const {
@@ -47,35 +44,44 @@ double BlockPool::usage() const {
   return 1.0 - static_cast<double>(num_free_) / static_cast<double>(num_blocks_ - 1);
 }
 
+void BlockPool::Compact(int64_t room_front) {
+  // Rewrite the live entries contiguously, keeping `room_front` free slots before them.
+  compact_.clear();
+  for (uint64_t p = head_; p != tail_; ++p) {
+    const BlockId b = ring_[p & ring_mask_];
+    if (b != kTomb) compact_.push_back(b);
+  }
+  std::fill(ring_.begin(), ring_.end(), kTomb);
+  head_ = (uint64_t{1} << 62) + static_cast<uint64_t>(room_front);
+  tail_ = head_;
+  for (BlockId b : compact_) {
+    ring_[tail_ & ring_mask_] = b;
+    blk_[static_cast<size_t>(b)].pos = tail_++;
+  }
+}
+
 void BlockPool::QueueRemove(BlockId b) {
-  const BlockId p = prev_[b], n = next_[b];
-  next_[p] = n;
-  prev_[n] = p;
-  prev_[b] = next_[b] = kNoBlock;
+  Block& k = blk_[static_cast<size_t>(b)];
+  ring_[k.pos & ring_mask_] = kTomb;
+  if (k.pos == head_) ++head_;
+  k.pos = kNotQueued;
   --num_free_;
 }
 
 void BlockPool::QueueAppend(BlockId b) {
-  const BlockId s = static_cast<BlockId>(num_blocks_);
-  const BlockId last = prev_[s];
-  next_[last] = b;
-  prev_[b] = last;
-  next_[b] = s;
-  prev_[s] = b;
+  if (tail_ - head_ >= ring_.size()) Compact(0);
+  ring_[tail_ & ring_mask_] = b;
+  blk_[static_cast<size_t>(b)].pos = tail_++;
   ++num_free_;
 }
 
 void BlockPool::QueuePrependRun(const BlockId* run, int64_t n) {
   // Insert run[0..n) before the current head, keeping their order (run[0] becomes the head).
-  const BlockId s = static_cast<BlockId>(num_blocks_);
-  BlockId after = next_[s];
+  if (tail_ - head_ + static_cast<uint64_t>(n) > ring_.size()) Compact(n);
   for (int64_t i = n - 1; i >= 0; --i) {
-    const BlockId b = run[i];
-    prev_[b] = s;
-    next_[b] = after;
-    prev_[after] = b;
-    next_[s] = b;
-    after = b;
+    --head_;
+    ring_[head_ & ring_mask_] = run[i];
+    blk_[static_cast<size_t>(run[i])].pos = head_;
   }
   num_free_ += n;
 }
@@ -99,22 +105,22 @@ void BlockPool::PrefetchLookup(BlockHash hash, int32_t group) const {
 }
 
 void BlockPool::MapInsert(BlockId b) {
-  const BlockHash hash = hash_[b];
-  const int32_t group = group_[b];
+  const BlockHash hash = blk_[static_cast<size_t>(b)].hash;
+  const int32_t group = blk_[static_cast<size_t>(b)].group;
   size_t i = SlotFor(hash, group);
   while (true) {
     MapEntry& e = map_[i];
     if (e.group < 0) {
       e = MapEntry{hash, group, b};
-      dup_next_[b] = kNoBlock;
+      blk_[static_cast<size_t>(b)].dup_next = kNoBlock;
       return;
     }
     if (e.hash == hash && e.group == group) {
       // Duplicate key: append at the end of the key's list (insertion order).
       BlockId x = e.first;
-      while (dup_next_[x] != kNoBlock) x = dup_next_[x];
-      dup_next_[x] = b;
-      dup_next_[b] = kNoBlock;
+      while (blk_[static_cast<size_t>(x)].dup_next != kNoBlock) x = blk_[static_cast<size_t>(x)].dup_next;
+      blk_[static_cast<size_t>(x)].dup_next = b;
+      blk_[static_cast<size_t>(b)].dup_next = kNoBlock;
       return;
     }
     i = (i + 1) & map_mask_;
@@ -122,8 +128,8 @@ void BlockPool::MapInsert(BlockId b) {
 }
 
 void BlockPool::MapErase(BlockId b) {
-  const BlockHash hash = hash_[b];
-  const int32_t group = group_[b];
+  const BlockHash hash = blk_[static_cast<size_t>(b)].hash;
+  const int32_t group = blk_[static_cast<size_t>(b)].group;
   size_t i = SlotFor(hash, group);
   while (true) {
     MapEntry& e = map_[i];
@@ -132,16 +138,17 @@ void BlockPool::MapErase(BlockId b) {
     i = (i + 1) & map_mask_;
   }
   MapEntry& e = map_[i];
+  Block& k = blk_[static_cast<size_t>(b)];
   if (e.first != b) {
     BlockId x = e.first;
-    while (dup_next_[x] != b) x = dup_next_[x];
-    dup_next_[x] = dup_next_[b];
-    dup_next_[b] = kNoBlock;
+    while (blk_[static_cast<size_t>(x)].dup_next != b) x = blk_[static_cast<size_t>(x)].dup_next;
+    blk_[static_cast<size_t>(x)].dup_next = k.dup_next;
+    k.dup_next = kNoBlock;
     return;
   }
-  if (dup_next_[b] != kNoBlock) {
-    e.first = dup_next_[b];
-    dup_next_[b] = kNoBlock;
+  if (k.dup_next != kNoBlock) {
+    e.first = k.dup_next;
+    k.dup_next = kNoBlock;
     return;
   }
   // Remove the entry: backward-shift deletion keeps every probe chain unbroken.
@@ -164,17 +171,36 @@ void BlockPool::MapErase(BlockId b) {
 
 bool BlockPool::GetNewBlocks(int64_t n, BlockId* out) {
   if (n > num_free_) return false;
-  const BlockId s = static_cast<BlockId>(num_blocks_);
+  // Take the ids off the head (a sequential scan of the ring), then evict in a software
+  // pipeline: block records are prefetched kRec blocks ahead and the map slots of their
+  // hashes kSlot blocks ahead, so the random accesses of many blocks overlap.
   for (int64_t k = 0; k < n; ++k) {
-    const BlockId b = next_[s];
-    QueueRemove(b);
-    if (hashed_[b]) {
-      MapErase(b);
-      hashed_[b] = 0;
-      --num_cached_;
-    }
-    ref_[b] = 1;
+    BlockId b;
+    while ((b = ring_[head_ & ring_mask_]) == kTomb) ++head_;
+    ++head_;
     out[k] = b;
+  }
+  num_free_ -= n;
+  // Chunks of kChunk: prefetch the records, then (records present) the map slots, then
+  // evict — about three memory latencies per chunk instead of one or two per block.
+  constexpr int64_t kChunk = 32;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t e = std::min(n, c + kChunk);
+    for (int64_t k = c; k < e; ++k) __builtin_prefetch(&blk_[static_cast<size_t>(out[k])]);
+    for (int64_t k = c; k < e; ++k) {
+      const Block& a = blk_[static_cast<size_t>(out[k])];
+      if (a.group >= 0) PrefetchLookup(a.hash, a.group);
+    }
+    for (int64_t k = c; k < e; ++k) {
+      Block& blk = blk_[static_cast<size_t>(out[k])];
+      blk.pos = kNotQueued;
+      if (blk.group >= 0) {
+        MapErase(out[k]);
+        blk.group = -1;
+        --num_cached_;
+      }
+      blk.ref = 1;
+    }
   }
   return true;
 }
@@ -182,8 +208,9 @@ bool BlockPool::GetNewBlocks(int64_t n, BlockId* out) {
 void BlockPool::Touch(std::span<const BlockId> blocks) {
   for (BlockId b : blocks) {
     if (b == kNullBlock) continue;
-    if (ref_[b] == 0) QueueRemove(b);
-    ++ref_[b];
+    Block& k = blk_[static_cast<size_t>(b)];
+    if (k.ref == 0) QueueRemove(b);
+    ++k.ref;
   }
 }
 
@@ -192,9 +219,10 @@ void BlockPool::FreeBlocks(std::span<const BlockId> blocks) {
   scratch_.clear();
   for (BlockId b : blocks) {
     if (b == kNullBlock) continue;
-    KVSIM_DCHECK(ref_[b] > 0);
-    if (--ref_[b] != 0) continue;
-    if (latest && (!hashed_[b] || !enable_caching_)) {
+    Block& k = blk_[static_cast<size_t>(b)];
+    KVSIM_DCHECK(k.ref > 0);
+    if (--k.ref != 0) continue;
+    if (latest && (k.group < 0 || !enable_caching_)) {
       scratch_.push_back(b);
     } else {
       QueueAppend(b);
@@ -206,12 +234,13 @@ void BlockPool::FreeBlocks(std::span<const BlockId> blocks) {
 void BlockPool::FreeBlocksReversed(std::span<const BlockId> blocks) {
   const bool latest = semantics_ == VllmSemantics::kLatest;
   scratch_.clear();
-  for (size_t k = blocks.size(); k-- > 0;) {
-    const BlockId b = blocks[k];
+  for (size_t i = blocks.size(); i-- > 0;) {
+    const BlockId b = blocks[i];
     if (b == kNullBlock) continue;
-    KVSIM_DCHECK(ref_[b] > 0);
-    if (--ref_[b] != 0) continue;
-    if (latest && (!hashed_[b] || !enable_caching_)) {
+    Block& k = blk_[static_cast<size_t>(b)];
+    KVSIM_DCHECK(k.ref > 0);
+    if (--k.ref != 0) continue;
+    if (latest && (k.group < 0 || !enable_caching_)) {
       scratch_.push_back(b);
     } else {
       QueueAppend(b);
@@ -221,74 +250,77 @@ void BlockPool::FreeBlocksReversed(std::span<const BlockId> blocks) {
 }
 
 void BlockPool::CacheBlock(BlockId block, BlockHash hash, int32_t group) {
-  KVSIM_DCHECK(block != kNullBlock && !hashed_[block] && ref_[block] > 0);
+  Block& k = blk_[static_cast<size_t>(block)];
+  KVSIM_DCHECK(block != kNullBlock && k.group < 0 && k.ref > 0);
   if (!enable_caching_) return;
-  hash_[block] = hash;
-  group_[block] = group;
-  hashed_[block] = 1;
+  k.hash = hash;
+  k.group = group;
   ++num_cached_;
   MapInsert(block);
 }
 
 bool BlockPool::EvictCachedBlock(BlockId block) {
-  if (block == kNullBlock || !hashed_[block]) return false;
+  if (block == kNullBlock || blk_[static_cast<size_t>(block)].group < 0) return false;
   MapErase(block);
-  hashed_[block] = 0;
+  blk_[static_cast<size_t>(block)].group = -1;
   --num_cached_;
   return true;
 }
 
 bool BlockPool::ResetPrefixCache() {
   if (num_free_ != num_blocks_ - 1) return false;
-  for (BlockId b = 1; b < num_blocks_; ++b) hashed_[b] = 0;
+  for (Block& k : blk_) {
+    k.group = -1;
+    k.dup_next = kNoBlock;
+  }
   std::fill(map_.begin(), map_.end(), MapEntry{0, -1, kNoBlock});
-  std::fill(dup_next_.begin(), dup_next_.end(), kNoBlock);
   num_cached_ = 0;
   return true;
 }
 
 std::vector<BlockId> BlockPool::FreeQueue() const {
   std::vector<BlockId> out;
-  const BlockId s = static_cast<BlockId>(num_blocks_);
-  for (BlockId b = next_[s]; b != s; b = next_[b]) out.push_back(b);
+  for (uint64_t p = head_; p != tail_; ++p) {
+    const BlockId b = ring_[p & ring_mask_];
+    if (b != kTomb) out.push_back(b);
+  }
   return out;
 }
 
 void BlockPool::CheckInvariants() const {
-  const BlockId s = static_cast<BlockId>(num_blocks_);
-  KVSIM_CHECK(!hashed_[kNullBlock]);
-  KVSIM_CHECK(prev_[kNullBlock] == kNoBlock && next_[kNullBlock] == kNoBlock);
-  // Walk the queue: links consistent, members have ref 0, count matches.
+  const Block& null = blk_[kNullBlock];
+  KVSIM_CHECK(null.group < 0 && null.pos == kNotQueued);
+  // Walk the ring: positions consistent, members have ref 0, count matches.
+  KVSIM_CHECK(tail_ >= head_ && tail_ - head_ <= ring_.size());
   std::vector<uint8_t> in_queue(static_cast<size_t>(num_blocks_), 0);
   int64_t count = 0;
-  BlockId prev = s;
-  for (BlockId b = next_[s]; b != s; b = next_[b]) {
-    KVSIM_CHECK(b > 0 && b < s);
-    KVSIM_CHECK(prev_[b] == prev);
-    KVSIM_CHECK(!in_queue[b]);
-    in_queue[b] = 1;
-    KVSIM_CHECK(ref_[b] == 0);
-    prev = b;
+  for (uint64_t p = head_; p != tail_; ++p) {
+    const BlockId b = ring_[p & ring_mask_];
+    if (b == kTomb) continue;
+    KVSIM_CHECK(b > 0 && b < num_blocks_);
+    KVSIM_CHECK(blk_[static_cast<size_t>(b)].pos == p);
+    KVSIM_CHECK(!in_queue[static_cast<size_t>(b)]);
+    in_queue[static_cast<size_t>(b)] = 1;
+    KVSIM_CHECK(blk_[static_cast<size_t>(b)].ref == 0);
     ++count;
-    KVSIM_CHECK(count <= num_blocks_);
   }
-  KVSIM_CHECK(prev_[s] == prev);
   KVSIM_CHECK(count == num_free_);
   int64_t held = 0, cached = 0;
-  for (BlockId b = 1; b < s; ++b) {
-    KVSIM_CHECK(ref_[b] >= 0);
-    if (ref_[b] > 0) {
+  for (BlockId b = 1; b < num_blocks_; ++b) {
+    const Block& k = blk_[static_cast<size_t>(b)];
+    KVSIM_CHECK(k.ref >= 0);
+    if (k.ref > 0) {
       ++held;
-      KVSIM_CHECK(!in_queue[b]);
+      KVSIM_CHECK(!in_queue[static_cast<size_t>(b)] && k.pos == kNotQueued);
     } else {
-      KVSIM_CHECK(in_queue[b]);
+      KVSIM_CHECK(in_queue[static_cast<size_t>(b)]);
     }
-    if (hashed_[b]) {
+    if (k.group >= 0) {
       ++cached;
       KVSIM_CHECK(enable_caching_);
       // Reachable from its key's entry.
-      BlockId x = GetCachedBlock(hash_[b], group_[b]);
-      while (x != kNoBlock && x != b) x = dup_next_[x];
+      BlockId x = GetCachedBlock(k.hash, k.group);
+      while (x != kNoBlock && x != b) x = blk_[static_cast<size_t>(x)].dup_next;
       KVSIM_CHECK(x == b);
     }
   }
@@ -298,8 +330,9 @@ void BlockPool::CheckInvariants() const {
   int64_t in_map = 0;
   for (const MapEntry& e : map_) {
     if (e.group < 0) continue;
-    for (BlockId x = e.first; x != kNoBlock; x = dup_next_[x]) {
-      KVSIM_CHECK(hashed_[x] && hash_[x] == e.hash && group_[x] == e.group);
+    for (BlockId x = e.first; x != kNoBlock; x = blk_[static_cast<size_t>(x)].dup_next) {
+      const Block& k = blk_[static_cast<size_t>(x)];
+      KVSIM_CHECK(k.group == e.group && k.hash == e.hash);
       ++in_map;
     }
   }

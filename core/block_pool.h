@@ -2,9 +2,10 @@
 // free queue in eviction order, the prefix-cache map (hash, group) → blocks, and the null
 // block. Every KV cache group draws its block ids from one pool.
 //
-// Data layout (why it is fast): blocks live in flat arrays indexed by BlockId; the free queue
-// is an intrusive doubly linked list threaded through those arrays (O(1) pop at the head,
-// removal from the middle on a hit, append/prepend); the cache map is an open-addressing
+// Data layout (why it is fast): blocks live in one flat array of 32-byte records indexed by
+// BlockId; the free queue is a ring of block ids with tombstones (O(1) pop at the head,
+// removal from the middle on a hit, append/prepend; amortized compaction), so eviction
+// scans memory sequentially and can prefetch; the cache map is an open-addressing
 // table (linear probing, backward-shift deletion) of {hash, group, first block}. Several
 // blocks may carry the same (hash, group) — vLLM does not de-duplicate — so blocks of one
 // key form an intrusive list in insertion order and a lookup returns the first inserted.
@@ -71,10 +72,11 @@ class BlockPool {
   bool ResetPrefixCache();
 
   // Per-block state, for the viewer and tests.
-  int32_t ref_cnt(BlockId b) const { return ref_[b]; }
-  bool is_cached(BlockId b) const { return hashed_[b] != 0; }
-  BlockHash block_hash(BlockId b) const { return hash_[b]; }
-  int32_t block_group(BlockId b) const { return group_[b]; }
+  int32_t ref_cnt(BlockId b) const { return blk_[static_cast<size_t>(b)].ref; }
+  bool is_cached(BlockId b) const { return blk_[static_cast<size_t>(b)].group >= 0; }
+  BlockHash block_hash(BlockId b) const { return blk_[static_cast<size_t>(b)].hash; }
+  int32_t block_group(BlockId b) const { return blk_[static_cast<size_t>(b)].group; }
+  void PrefetchBlock(BlockId b) const { __builtin_prefetch(&blk_[static_cast<size_t>(b)]); }
   // The free queue from head (next to be reused) to tail. O(num_free); for tests and views.
   std::vector<BlockId> FreeQueue() const;
   int64_t num_cached_blocks() const { return num_cached_; }
@@ -83,18 +85,30 @@ class BlockPool {
   void CheckInvariants() const;
 
  private:
-  void QueueRemove(BlockId b);
-  void QueueAppend(BlockId b);
-  void QueuePrependRun(const BlockId* run, int64_t n);
-  void MapInsert(BlockId b);
-  void MapErase(BlockId b);
-  size_t SlotFor(BlockHash hash, int32_t group) const;
-
+  // One block's state in one 32-byte record, so a block costs one cache line touch.
+  struct Block {
+    uint64_t pos;        // absolute position in the free-queue ring; kNotQueued if held
+    BlockHash hash;
+    int32_t ref;
+    int32_t group;       // −1: no hash
+    BlockId dup_next;    // next block with the same key, insertion order
+    int32_t pad;
+  };
   struct MapEntry {
     BlockHash hash;
     int32_t group;  // −1 = empty slot
     BlockId first;  // first inserted block of this key
   };
+  static constexpr uint64_t kNotQueued = ~uint64_t{0};
+  static constexpr BlockId kTomb = -1;
+
+  void QueueRemove(BlockId b);
+  void QueueAppend(BlockId b);
+  void QueuePrependRun(const BlockId* run, int64_t n);
+  void Compact(int64_t room_front);
+  void MapInsert(BlockId b);
+  void MapErase(BlockId b);
+  size_t SlotFor(BlockHash hash, int32_t group) const;
 
   int64_t num_blocks_;
   bool enable_caching_;
@@ -102,17 +116,19 @@ class BlockPool {
   int64_t num_free_ = 0;
   int64_t num_cached_ = 0;
 
-  // Per block. prev_/next_ thread the free queue; index num_blocks_ is the sentinel.
-  std::vector<int32_t> ref_;
-  std::vector<BlockId> prev_, next_;
-  std::vector<BlockHash> hash_;
-  std::vector<int32_t> group_;
-  std::vector<uint8_t> hashed_;
-  std::vector<BlockId> dup_next_;  // next block with the same key, insertion order
+  std::vector<Block> blk_;
+  // The free queue: a ring of block ids between head_ and tail_ (absolute positions, index =
+  // pos & ring_mask_). Removal from the middle leaves a tombstone; the ring is compacted when
+  // full (amortized O(1): its capacity is at least 4 × num_blocks). Popping from the head is
+  // a sequential scan, which is what makes eviction prefetchable.
+  std::vector<BlockId> ring_;
+  uint64_t ring_mask_ = 0;
+  uint64_t head_ = 0, tail_ = 0;
 
   std::vector<MapEntry> map_;  // power-of-two capacity, load ≤ 1/2
   size_t map_mask_ = 0;
   std::vector<BlockId> scratch_;  // unhashed run collected by FreeBlocks (latest)
+  std::vector<BlockId> compact_;  // Compact()'s buffer
 };
 
 }  // namespace kvsim

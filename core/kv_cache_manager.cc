@@ -314,7 +314,7 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
     const int64_t nmax = max_len / config_.groups[0].block_size;
     const int64_t k = m.hash_ratio[0];
     std::vector<BlockId>& out = m.hit_blocks[0];
-    constexpr int64_t kAhead = 8;
+    constexpr int64_t kAhead = 16;
     for (int64_t j = 0; j < std::min(nmax, kAhead); ++j)
       pool_.PrefetchLookup(hashes[static_cast<size_t>((j + 1) * k - 1)], 0);
     for (int64_t j = 0; j < nmax; ++j) {
@@ -322,6 +322,7 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
         pool_.PrefetchLookup(hashes[static_cast<size_t>((j + kAhead + 1) * k - 1)], 0);
       const BlockId b = pool_.GetCachedBlock(hashes[static_cast<size_t>((j + 1) * k - 1)], 0);
       if (b == kNoBlock) break;
+      pool_.PrefetchBlock(b);  // Touch() reads it next
       out.push_back(b);
     }
     m.hit_tokens = static_cast<int64_t>(out.size()) * config_.groups[0].block_size;
@@ -616,7 +617,13 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
       const int64_t B = config_.groups[g].block_size;
       const int64_t k = m.hash_ratio[g];
       const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(r.blocks[g].size()));
+      constexpr int64_t kAhead = 24;
+      for (int64_t j = r.num_cached[g]; j < std::min(nfull, r.num_cached[g] + kAhead); ++j)
+        pool_.PrefetchLookup(hashes[static_cast<size_t>((j + 1) * k - 1)], static_cast<int32_t>(g));
       for (int64_t j = r.num_cached[g]; j < nfull; ++j) {
+        if (j + kAhead < nfull)
+          pool_.PrefetchLookup(hashes[static_cast<size_t>((j + kAhead + 1) * k - 1)],
+                               static_cast<int32_t>(g));
         const BlockId b = r.blocks[g][static_cast<size_t>(j)];
         if (b == kNullBlock || pool_.is_cached(b)) continue;
         pool_.CacheBlock(b, hashes[static_cast<size_t>((j + 1) * k - 1)], static_cast<int32_t>(g));

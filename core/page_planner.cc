@@ -367,6 +367,11 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
                "packing attention layers (PR #35703) needs a hybrid attention + Mamba model; "
                "this model is " + std::string(first_mamba ? "Mamba-only" : "attention-only"));
   }
+  if (config.attn_pack_size >= 8) {
+    // PR #35703 warns here too: a pack this large wastes memory in short packs and padding.
+    plan.warnings.push_back("attn_pack_size " + std::to_string(config.attn_pack_size) +
+                            " >= 8 may waste KV memory (short packs, Mamba padding)");
+  }
   plan.attn_block_size = first_attn ? block_size : 0;
   plan.mamba_block_size = first_mamba ? mamba_block : 0;
   plan.mamba_padded_page_bytes = mamba_padded;
@@ -485,6 +490,40 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
     return config.num_gpu_blocks > 0 ? config.num_gpu_blocks
                                      : config.kv_memory_bytes / bytes_per_block;
   };
+
+  // §2 fallback: when pages cannot be unified and the model is MLA plus sliding-window
+  // attention, vLLM allocates the sliding-window layers as full attention (compute stays
+  // windowed) and, if that gives one type, uses one UniformTypeKVCacheSpecs group.
+  if (!all_same && !same_type) {
+    std::vector<KvCacheSpec> specs;
+    std::vector<std::string> names;
+    bool has_mla = false, has_swa = false, other = false;
+    for (const auto& p : pseudo) {
+      specs.push_back(p.spec);
+      names.push_back(p.name);
+      has_mla |= p.spec.kind == LayerKind::kMla;
+      has_swa |= p.spec.kind == LayerKind::kSlidingWindow;
+      other |= p.spec.kind == LayerKind::kChunkedLocal || p.spec.kind == LayerKind::kMamba;
+    }
+    if (has_mla && has_swa && !other && !UnifyPageSizes(specs, names, config.semantics).ok()) {
+      std::vector<PseudoLayer> promoted = pseudo;
+      for (auto& p : promoted) {
+        if (p.spec.kind == LayerKind::kSlidingWindow) p.spec.kind = LayerKind::kFullAttention;
+      }
+      bool uniform = true;
+      for (const auto& p : promoted) uniform &= SameType(p.spec, promoted[0].spec);
+      if (uniform) {
+        pseudo = std::move(promoted);
+        for (auto& l : plan.layers) {
+          if (l.spec.kind == LayerKind::kSlidingWindow) l.spec.kind = LayerKind::kFullAttention;
+        }
+        same_type = true;
+        plan.warnings.push_back(
+            "page sizes of the MLA and sliding-window layers cannot be unified; the "
+            "sliding-window layers are allocated as full attention (compute stays windowed)");
+      }
+    }
+  }
 
   // Groups as lists of pseudo-layer indices, plus how many slot tensors a block spans.
   std::vector<std::vector<int>> group_pseudo;

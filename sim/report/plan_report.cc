@@ -57,6 +57,48 @@ std::string DescribeLayout(const KvLayout& l) {
   return s;
 }
 
+std::string DescribePage(const KvCachePlan& plan, int layer) {
+  const PlannedLayer& pl = plan.layers[layer];
+  const KvCacheSpec& s = pl.spec;
+  const int64_t page = s.page_bytes();
+  auto range = [](int64_t a, int64_t b) {
+    return fmt::format("[{}, {})", WithCommas(a), WithCommas(b));
+  };
+  std::string out;
+  int64_t end = 0;
+  if (s.kind == LayerKind::kMamba) {
+    // States back to back in declaration order, padding at the end (reference §1.3).
+    for (const auto& st : s.mamba_states) {
+      std::string shape;
+      for (int64_t d : st.shape) shape += (shape.empty() ? "" : "×") + std::to_string(d);
+      out += fmt::format("{}{} {} {} {}", out.empty() ? "" : " | ", st.name, shape,
+                         DTypeName(st.dtype), range(end, end + st.bytes()));
+      end += st.bytes();
+    }
+  } else {
+    // Pack members one after another, inside each kernel block when the block is split
+    // (PR #35703: [kernel block 0: layer 0 | layer 1 | ...][kernel block 1: ...]).
+    const KvLayout l = plan.LayoutForLayer(layer);
+    const int64_t split = l.kernel_split;
+    const int64_t real = s.real_page_bytes() / split;
+    const int64_t layer_page = s.layer_page_bytes() / split;
+    if (split > 1) {
+      out += fmt::format("{} kernel blocks of {} B, each ", split, WithCommas(page / split));
+    }
+    for (int64_t m = 0; m < s.pack_size; ++m) {
+      const std::string who = s.pack_size > 1 ? fmt::format("pack member {}", m) : "K/V";
+      out += fmt::format("{}{} {}", m == 0 ? "" : " | ", who,
+                         range(m * layer_page, m * layer_page + real));
+      if (layer_page > real) {
+        out += fmt::format(" | padding {}", range(m * layer_page + real, (m + 1) * layer_page));
+      }
+    }
+    end = s.pack_size * layer_page * split;
+  }
+  if (end < page) out += fmt::format(" | padding {}", range(end, page));
+  return fmt::format("{} B = {}", WithCommas(page), out);
+}
+
 namespace {
 
 const char* ShapeName(PlanShape s) {
@@ -143,11 +185,31 @@ std::string FormatPlan(const Scenario& sc, const KvCachePlan& plan) {
   o += fmt::format("  classic capacity: {} tokens (num_blocks / groups × smallest block)\n",
                    WithCommas(plan.classic_token_capacity));
   // One layout per distinct group kind.
-  o += "\n  layouts (one layer per group):\n";
-  for (size_t g = 0; g < plan.groups.size() && g < 6; ++g) {
+  // One layout per kind of group (groups with the same spec read their pages the same way).
+  o += "\n  page layouts (bytes of one block's page, and the strides of the layer's view):\n";
+  std::vector<bool> shown(plan.groups.size(), false);
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    if (shown[g]) continue;
+    std::vector<size_t> same;
+    for (size_t h = g; h < plan.groups.size(); ++h) {
+      if (!shown[h] && plan.groups[h].spec == plan.groups[g].spec) {
+        shown[h] = true;
+        same.push_back(h);
+      }
+    }
     const int li = plan.groups[g].layers[0];
-    o += fmt::format("    {:<5} {}\n", plan.layers[li].name,
-                     DescribeLayout(plan.LayoutForLayer(li)));
+    const PlannedLayer& pl = plan.layers[li];
+    std::string which = same.size() == 1 ? fmt::format("group {}", g)
+                                         : fmt::format("groups {}–{}", same.front(), same.back());
+    if (same.size() > 1 && same.back() - same.front() + 1 != same.size()) {
+      which = "groups";
+      for (size_t h : same) which += fmt::format(" {}", h);
+    }
+    o += fmt::format("    {} ({}, e.g. {}): {}\n", which, LayerKindName(pl.spec.kind), pl.name,
+                     DescribePage(plan, li));
+    if (pl.spec.is_attention()) {
+      o += fmt::format("      view: {}\n", DescribeLayout(plan.LayoutForLayer(li)));
+    }
   }
   for (const auto& w : plan.warnings) o += "  warning: " + w + "\n";
   return o;
@@ -182,12 +244,28 @@ nlohmann::json PlanToJson(const Scenario& sc, const KvCachePlan& plan) {
     const auto& grp = plan.groups[g];
     json names = json::array();
     for (int li : grp.layers) names.push_back(plan.layers[li].name);
-    groups.push_back({{"kind", std::string(LayerKindName(grp.kind))},
-                      {"layers", names},
-                      {"block_size", grp.block_size},
-                      {"page_bytes", grp.page_bytes},
-                      {"real_page_bytes", grp.real_page_bytes},
-                      {"padding_bytes_per_block", plan.padding_bytes_per_block(static_cast<int>(g))}});
+    json jg = {{"kind", std::string(LayerKindName(grp.kind))},
+               {"layers", names},
+               {"block_size", grp.block_size},
+               {"page_bytes", grp.page_bytes},
+               {"real_page_bytes", grp.real_page_bytes},
+               {"pack_size", grp.spec.pack_size},
+               {"padding_bytes_per_block", plan.padding_bytes_per_block(static_cast<int>(g))}};
+    if (grp.kind == LayerKind::kMamba) {
+      // Where each state lies in the page (back to back; padding after the last).
+      json states = json::array();
+      int64_t off = 0;
+      for (const auto& st : grp.spec.mamba_states) {
+        states.push_back({{"name", st.name},
+                          {"shape", st.shape},
+                          {"dtype", std::string(DTypeName(st.dtype))},
+                          {"offset", off},
+                          {"bytes", st.bytes()}});
+        off += st.bytes();
+      }
+      jg["states"] = states;
+    }
+    groups.push_back(jg);
   }
   j["groups"] = groups;
   json tensors = json::array();

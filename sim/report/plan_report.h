@@ -22,5 +22,9 @@ std::string HumanBytes(double bytes);
 std::string LayerList(const KvCachePlan& plan, const std::vector<int>& layers, size_t max_shown);
 // "[L,B,H,N,C] = [1,31782,1,1056,1024]  strides (B) ... in physical order"
 std::string DescribeLayout(const KvLayout& layout);
+// What one block's page of a layer holds, with byte ranges: Mamba "conv 3×6144 bf16 [0,
+// 36,864) | ssm ... | padding [...)", attention "K/V [0, 8,192) | padding [8,192, 12,288)"
+// or one range per pack member.
+std::string DescribePage(const KvCachePlan& plan, int layer);
 
 }  // namespace kvsim

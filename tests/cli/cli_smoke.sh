@@ -66,7 +66,8 @@ for f in "$root"/scenarios/*.yaml; do
   check "layout --json $(basename "$f")" 0 "$kvsim" layout --json "$f"
 done
 out=$("$kvsim" layout 2>&1)
-for want in "attention block:" "groups (" "tensors (" "num_blocks:" "padding:" "layouts"; do
+for want in "attention block:" "groups (" "tensors (" "num_blocks:" "padding:" "page layouts" \
+            "conv " "ssm "; do
   grep -qF "$want" <<<"$out" || { echo "FAIL layout text lacks \"$want\""; fail=1; }
 done
 

@@ -593,6 +593,27 @@ TEST_CASE("§3.1 uniform type: same kind and block size, per-layer pages differ"
   }
 }
 
+TEST_CASE("§2 fallback: MLA + SWA that cannot be unified become one uniform-type group") {
+  LayerSpec mla;
+  mla.kind = LayerKind::kMla;
+  mla.head_size = 576;  // 16 × 576 × 2 = 18432 B
+  const LayerSpec swa = Swa(8, 128, 128, DType::kBFloat16);  // 16 × 8 × 256 × 2 = 65536 B
+  const ModelSpec m = Model({mla, mla, swa}, DType::kBFloat16);
+  PlannerConfig c = Config(1 << 26);
+  c.block_size = 16;
+  // Latest pads the MLA page (the backend opts in): a hybrid plan.
+  CHECK(MustPlan(m, c).shape == PlanShape::kHybrid);
+  // Classic cannot pad: the SWA layer is allocated as full attention, one group.
+  c.semantics = VllmSemantics::kClassic;
+  const KvCachePlan p = MustPlan(m, c);
+  CHECK(p.shape == PlanShape::kUniformType);
+  REQUIRE(p.groups.size() == 1);
+  CHECK(p.page_bytes == 2 * 18432 + 65536);
+  CHECK(p.layers[2].spec.kind == LayerKind::kFullAttention);
+  CHECK(p.layers[2].spec.sliding_window == 128);  // compute stays windowed
+  CHECK_FALSE(p.warnings.empty());
+}
+
 TEST_CASE("§8.11 attention pack (PR #35703): Full D32 pages, pack 2 = M16") {
   const LayerSpec a32 = Full(2, 32);  // 8192 B per layer
   const int64_t avail = 16384 * 2 * 10;
@@ -657,6 +678,14 @@ TEST_CASE("§8.11 attention pack (PR #35703): Full D32 pages, pack 2 = M16") {
     CHECK(p.layers[LayerIndex(p, "L4")].spec.pack_size == 2);
     CHECK(p.layers[LayerIndex(p, "L4")].pack_member == 0);
     CHECK(p.layers[LayerIndex(p, "L3")].pack_member == 1);
+  }
+  SECTION("pack 8 plans, with vLLM's memory-waste warning") {
+    PlannerConfig c = Config(avail * 8);
+    c.attn_pack_size = 8;
+    const KvCachePlan p = MustPlan(Model(Concat({Mamba16()}, Repeat(a32, 9))), c);
+    CHECK(p.attn_token_bytes == 512 * 8);
+    CHECK_FALSE(p.warnings.empty());
+    CHECK(QwenPlan(Qwen35_35B(), 1, 1).warnings.empty());
   }
   SECTION("packs need a hybrid model") {
     PlannerConfig c = Config(avail);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Renders every kvsim-viz panel for two scenarios under xvfb-run and checks each PNG's
+# structure (viz_png_check): the default scenario (hybrid Qwen3.5: Mamba conv/SSM pages,
+# padded to the attention page) and a padded mixed-page-size one (MiMo-style target + DFlash
+# draft at TP 4: the draft's 8 KiB page padded to 12 KiB).
+#   screenshot_test.sh KVSIM_VIZ PNG_CHECK OUT_DIR DATA_DIR
+# data/sweep_sample.csv is a small synthetic fixture (made-up numbers) for the Sweep panel.
+set -u
+viz=$1 check=$2 out=$3 data=$4
+mkdir -p "$out"
+size=1280x800
+fail=0
+shot() {  # name, expected colours..., -- , kvsim-viz args...
+  local name=$1; shift
+  local expects=()
+  while [ "$1" != "--" ]; do expects+=(--expect "$1"); shift; done
+  shift
+  local png="$out/$name.png"
+  rm -f "$png"
+  if ! timeout 120 xvfb-run -a -s "-screen 0 ${size}x24" "$viz" "$@" --size "$size" \
+      --screenshot "$png" > "$out/$name.log" 2>&1; then
+    echo "FAIL $name: kvsim-viz failed:"; cat "$out/$name.log"; fail=1; return
+  fi
+  "$check" "$png" --size "$size" "${expects[@]}" || fail=1
+}
+mimo=(--set model.preset=mimo-style --set parallel.tp=4)
+shot default_plan -- --panel plan
+shot default_page_map K V conv ssm highlight -- --panel page_map
+shot default_page_map_hnd K V highlight -- --panel page_map --set cache.layout=HND
+shot default_block_pool -- --panel block_pool
+shot default_sweep series0 series1 -- --panel sweep --sweep "$data/sweep_sample.csv"
+shot mimo_plan -- "${mimo[@]}" --panel plan
+shot mimo_page_map K V padding:2000 highlight -- "${mimo[@]}" --panel page_map
+shot mimo_block_pool -- "${mimo[@]}" --panel block_pool
+# Bad input: exit code 2 and a message, never a crash.
+if timeout 60 "$viz" --set parallel.tp=abc --screenshot "$out/bad.png" > "$out/bad.log" 2>&1; then
+  echo "FAIL bad scenario: exit 0"; fail=1
+elif [ $? -ne 2 ]; then
+  echo "FAIL bad scenario: exit code not 2"; cat "$out/bad.log"; fail=1
+fi
+exit $fail

@@ -1,0 +1,167 @@
+// The whole viewer in a headless ImGui context: every panel draws, the global keys switch
+// panels and quit, and hovering a page-map cell reports the coordinates and offset that
+// core's KvLayout gives for that byte.
+#include "viz/viewer.h"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include "tests/viz/headless.h"
+#include "viz/panels/page_map_panel.h"
+
+namespace kvsim::viz {
+namespace {
+
+using testing::HeadlessImGui;
+
+std::unique_ptr<Viewer> MakeViewer(std::vector<std::string> overrides = {},
+                                   std::string panel = "plan") {
+  ViewerOptions o;
+  o.overrides = std::move(overrides);
+  o.panel = std::move(panel);
+  auto v = Viewer::Create(o);
+  REQUIRE(v.ok());
+  return std::move(v.value());
+}
+
+TEST_CASE("every panel draws a valid frame, for a padded mixed-page-size plan too") {
+  for (const auto& overrides : {std::vector<std::string>{},
+                                std::vector<std::string>{"model.preset=mimo-style",
+                                                         "parallel.tp=4"}}) {
+    HeadlessImGui imgui;
+    auto v = MakeViewer(overrides);
+    for (int p = 0; p < v->num_panels(); ++p) {
+      v->SelectPanel(p);
+      for (int f = 0; f < 3; ++f) {
+        REQUIRE(imgui.Frame([&] { v->Frame(); }));
+      }
+      CHECK(ImGui::GetDrawData()->TotalVtxCount > 100);
+    }
+  }
+}
+
+TEST_CASE("window title names the scenario and model") {
+  auto v = MakeViewer();
+  CHECK(v->WindowTitle().find("default") != std::string::npos);
+  CHECK(v->WindowTitle().find("Qwen3.5") != std::string::npos);
+}
+
+TEST_CASE("Tab, arrows and digits switch panels; Esc and Q quit; Ctrl+S asks for a screenshot") {
+  HeadlessImGui imgui;
+  auto v = MakeViewer();
+  auto frame = [&] { v->Frame(); };
+  imgui.Frame(frame);
+  CHECK(v->panel_index() == 0);
+  imgui.Press(testing::kKeyTab, frame);
+  CHECK(v->panel_index() == 1);
+  imgui.Press(testing::kKeyTab, frame, false, /*shift=*/true);
+  CHECK(v->panel_index() == 0);
+  imgui.Press(testing::kKeyLeft, frame);
+  CHECK(v->panel_index() == v->num_panels() - 1);
+  imgui.Press(testing::kKeyRight, frame);
+  CHECK(v->panel_index() == 0);
+  imgui.Press('3', frame);
+  CHECK(std::string(v->current_panel().id()) == "block_pool");
+  CHECK_FALSE(v->TakeScreenshotRequest());
+  imgui.Press('S', frame, /*ctrl=*/true);
+  CHECK(v->TakeScreenshotRequest());
+  CHECK_FALSE(v->TakeScreenshotRequest());
+  CHECK_FALSE(v->quit_requested());
+  imgui.Press('Q', frame);
+  CHECK(v->quit_requested());
+  auto w = MakeViewer();
+  auto frame_w = [&] { w->Frame(); };
+  imgui.Press(testing::kKeyEscape, frame_w);
+  CHECK(w->quit_requested());
+}
+
+TEST_CASE("unknown --panel is an error naming the known ones") {
+  ViewerOptions o;
+  o.panel = "pool";
+  auto v = Viewer::Create(o);
+  REQUIRE_FALSE(v.ok());
+  CHECK(v.status().message().find("block_pool") != std::string::npos);
+}
+
+TEST_CASE("hovering a page-map cell reports its coordinates and KvLayout offset") {
+  HeadlessImGui imgui;
+  auto v = MakeViewer({}, "page_map");
+  auto frame = [&] { v->Frame(); };
+  imgui.Frame(frame);
+  imgui.Frame(frame);
+  auto* panel = dynamic_cast<PageMapPanel*>(&v->panel(v->panel_index()));
+  REQUIRE(panel != nullptr);
+  const PageMapPanel::Side& a = panel->side(0);
+  REQUIRE(a.map.has_value());
+  // Token 40 of L4, V byte 100, in block 1: where core's layout puts it.
+  const KvCachePlan& plan = v->plan().plan();
+  int l4 = -1;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (plan.layers[i].name == "L4") l4 = static_cast<int>(i);
+  }
+  REQUIRE(l4 >= 0);
+  const KvLayout layout = plan.LayoutForLayer(l4);
+  const int64_t byte = layout.offset(0, 1, 0, 40, 512 + 100);
+  // Zoom in until one screen row is one token row, so the cell under the mouse starts
+  // within a few bytes of `byte`.
+  panel->mutable_side(0).zoom = 16;
+  imgui.Frame(frame);
+  REQUIRE(panel->side(0).raster.rows_per_line == 1);
+  ImVec2 pos;
+  REQUIRE(panel->ScreenPosOfByte(0, byte, &pos));
+  ImGui::GetIO().MousePos = pos;
+  imgui.Frame(frame);
+  REQUIRE(panel->hovered_side() == 0);
+  const ByteInfo& h = panel->hovered();
+  REQUIRE(h.valid());
+  // The hover names the cell's first byte: same token of the same layer, and its offset is
+  // that byte.
+  CHECK(h.layer_name == "L4");
+  CHECK(h.coord.block == 1);
+  CHECK(h.manager_token == 40);
+  CHECK(h.region == Region::kValue);
+  const int64_t cell = a.raster.CellOf(byte);
+  CHECK(h.offset == a.raster.CellBegin(cell));
+  CHECK(byte - h.offset < a.raster.cell_bytes);
+  CHECK(h.coord.token == 40);
+  CHECK(h.coord.byte == 612 - (byte - h.offset));
+  CHECK(h.offset == layout.offset(h.coord.layer, h.coord.block, h.coord.head, h.coord.token,
+                                  h.coord.byte));
+  // Next frame the hovered token is highlighted on both sides (B: pack 4, another page).
+  imgui.Frame(frame);
+  REQUIRE(panel->highlighted().has_value());
+  CHECK(panel->highlighted()->layer_name == "L4");
+  CHECK(panel->highlighted()->position == 1056 + 40);
+  REQUIRE(panel->highlight_ranges(0).size() == 1);
+  CHECK(panel->highlight_ranges(0)[0].begin == layout.offset(0, 1, 0, 40, 0));
+  REQUIRE(panel->compare_model() != nullptr);
+  REQUIRE(panel->compare_model()->has_plan());
+  CHECK(panel->compare_model()->plan().attn_block_size == 272);
+  REQUIRE(panel->highlight_ranges(1).size() == 1);
+  // On side B the same token (position 1096) is token 1096 - 4 x 272 = 8 of block 4.
+  CHECK(panel->side(1).sel.block == 4);
+  const PageMapPanel::Side& b = panel->side(1);
+  REQUIRE(b.map.has_value());
+  const ByteInfo hb = b.map->Locate(panel->highlight_ranges(1)[0].begin);
+  CHECK(hb.layer_name == "L4");
+  CHECK(hb.manager_token == 8);
+}
+
+TEST_CASE("plan knob changes made between frames re-plan and reach the page map") {
+  HeadlessImGui imgui;
+  auto v = MakeViewer({}, "page_map");
+  auto frame = [&] { v->Frame(); };
+  imgui.Frame(frame);
+  auto* panel = dynamic_cast<PageMapPanel*>(&v->panel(v->panel_index()));
+  REQUIRE(panel);
+  REQUIRE(panel->side(0).map);
+  CHECK(panel->side(0).map->manager_block_tokens() == 1056);
+  v->plan().mutable_knobs().attn_pack_size = 2;
+  imgui.Frame(frame);
+  imgui.Frame(frame);
+  REQUIRE(panel->side(0).map);
+  CHECK(v->plan().plan().attn_block_size == panel->side(0).map->manager_block_tokens());
+  CHECK(panel->side(0).map->manager_block_tokens() != 1056);
+}
+
+}  // namespace
+}  // namespace kvsim::viz

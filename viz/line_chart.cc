@@ -1,0 +1,142 @@
+#include "viz/line_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "viz/colors.h"
+
+namespace kvsim::viz {
+
+void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 o = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton("##chart", size);
+  const bool hovered = ImGui::IsItemHovered();
+  const ImU32 axis = IM_COL32(200, 200, 210, 255);
+  const ImU32 grid = IM_COL32(70, 72, 80, 255);
+  const float fh = ImGui::GetTextLineHeight();
+
+  auto tx = [&](double x) { return opt.log_x ? std::log2(std::max(x, 1e-300)) : x; };
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
+  for (const Series& s : data.series) {
+    for (const SeriesPoint& p : s.points) {
+      if (opt.log_x && p.x <= 0) continue;
+      x0 = std::min(x0, tx(p.x));
+      x1 = std::max(x1, tx(p.x));
+      y0 = std::min(y0, p.y);
+      y1 = std::max(y1, p.y);
+    }
+  }
+  dl->AddRectFilled(o, ImVec2(o.x + size.x, o.y + size.y), palette::kBackground);
+  if (!std::isfinite(x0)) {
+    dl->AddText(ImVec2(o.x + 10, o.y + 10), axis, "no points to plot");
+    return;
+  }
+  if (opt.y_from_zero) y0 = std::min(y0, 0.0), y1 = std::max(y1, 0.0);
+  if (x1 == x0) x0 -= 0.5, x1 += 0.5;
+  if (y1 == y0) y1 = y0 + 1;
+  const double ypad = (y1 - y0) * 0.05;
+  y1 += ypad;
+  if (!opt.y_from_zero || y0 < 0) y0 -= ypad;
+
+  // Plot area: room for y tick labels on the left, x labels below, title above.
+  const float left = 64, right = 16, top = fh * 1.8f, bottom = fh * 3.0f;
+  const ImVec2 a(o.x + left, o.y + top), b(o.x + size.x - right, o.y + size.y - bottom);
+  auto px = [&](double x) { return a.x + static_cast<float>((tx(x) - x0) / (x1 - x0)) * (b.x - a.x); };
+  auto py = [&](double y) { return b.y - static_cast<float>((y - y0) / (y1 - y0)) * (b.y - a.y); };
+
+  // Grid and ticks.
+  for (double v : NiceTicks(y0, y1, 6)) {
+    const float y = py(v);
+    dl->AddLine(ImVec2(a.x, y), ImVec2(b.x, y), grid);
+    const std::string s = FormatTick(v);
+    const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
+    dl->AddText(ImVec2(a.x - ts.x - 6, y - ts.y / 2), axis, s.c_str());
+  }
+  std::vector<double> xticks;
+  if (!data.x_labels.empty()) {
+    for (size_t i = 0; i < data.x_labels.size(); ++i) xticks.push_back(static_cast<double>(i));
+  } else if (opt.log_x) {
+    for (double e = std::ceil(x0); e <= x1 + 1e-9; e += std::max(1.0, std::floor((x1 - x0) / 8))) {
+      xticks.push_back(std::pow(2.0, e));
+    }
+  } else {
+    xticks = NiceTicks(x0, x1, 8);
+  }
+  for (double v : xticks) {
+    const float x = px(v);
+    dl->AddLine(ImVec2(x, a.y), ImVec2(x, b.y), grid);
+    const std::string s = data.x_labels.empty() ? FormatTick(v)
+                                                : data.x_labels[static_cast<size_t>(v)];
+    const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
+    dl->AddText(ImVec2(x - ts.x / 2, b.y + 4), axis, s.c_str());
+  }
+  dl->AddLine(ImVec2(a.x, b.y), ImVec2(b.x, b.y), axis, 1.5f);
+  dl->AddLine(ImVec2(a.x, a.y), ImVec2(a.x, b.y), axis, 1.5f);
+  const ImVec2 xl = ImGui::CalcTextSize(opt.x_label.c_str());
+  dl->AddText(ImVec2((a.x + b.x - xl.x) / 2, b.y + fh + 8), axis, opt.x_label.c_str());
+  dl->AddText(ImVec2(o.x + 4, o.y + 2), axis, (opt.y_label + (opt.title.empty() ? "" : "   " + opt.title)).c_str());
+
+  // Lines and markers.
+  dl->PushClipRect(ImVec2(a.x - 4, a.y - 4), ImVec2(b.x + 4, b.y + 4), true);
+  for (size_t si = 0; si < data.series.size(); ++si) {
+    const Series& s = data.series[si];
+    const Rgba c = CategoricalColour(static_cast<int64_t>(si));
+    for (size_t i = 1; i < s.points.size(); ++i) {
+      if (opt.log_x && (s.points[i - 1].x <= 0 || s.points[i].x <= 0)) continue;
+      dl->AddLine(ImVec2(px(s.points[i - 1].x), py(s.points[i - 1].y)),
+                  ImVec2(px(s.points[i].x), py(s.points[i].y)), c, 2.0f);
+    }
+    for (const SeriesPoint& p : s.points) {
+      if (opt.log_x && p.x <= 0) continue;
+      const ImVec2 q(px(p.x), py(p.y));
+      dl->AddRectFilled(ImVec2(q.x - 3, q.y - 3), ImVec2(q.x + 3, q.y + 3), c);
+    }
+  }
+  dl->PopClipRect();
+
+  // Legend, top right inside the plot.
+  float ly = a.y + 6;
+  float lw = 0;
+  for (const Series& s : data.series) lw = std::max(lw, ImGui::CalcTextSize(s.label.c_str()).x);
+  const float lx = b.x - lw - fh - 16;
+  if (!data.series.empty() && data.series.size() <= 16) {
+    dl->AddRectFilled(ImVec2(lx - 6, ly - 4),
+                      ImVec2(b.x - 4, ly + (fh + 4) * static_cast<float>(data.series.size()) + 2),
+                      IM_COL32(24, 26, 30, 220));
+    for (size_t si = 0; si < data.series.size(); ++si) {
+      const Rgba c = CategoricalColour(static_cast<int64_t>(si));
+      dl->AddRectFilled(ImVec2(lx, ly), ImVec2(lx + fh, ly + fh), c);
+      dl->AddText(ImVec2(lx + fh + 6, ly), axis, data.series[si].label.c_str());
+      ly += fh + 4;
+    }
+  }
+
+  // Tooltip: the point nearest the mouse.
+  if (hovered) {
+    const ImVec2 m = ImGui::GetIO().MousePos;
+    float best = 20 * 20;
+    const Series* bs = nullptr;
+    const SeriesPoint* bp = nullptr;
+    for (const Series& s : data.series) {
+      for (const SeriesPoint& p : s.points) {
+        if (opt.log_x && p.x <= 0) continue;
+        const float dx = px(p.x) - m.x, dy = py(p.y) - m.y;
+        if (dx * dx + dy * dy < best) best = dx * dx + dy * dy, bs = &s, bp = &p;
+      }
+    }
+    if (bp) {
+      ImGui::BeginTooltip();
+      ImGui::Text("%s", bs->label.c_str());
+      ImGui::Text("%s = %s", opt.x_label.c_str(),
+                  data.x_labels.empty() ? FormatTick(bp->x).c_str()
+                                        : data.x_labels[static_cast<size_t>(bp->x)].c_str());
+      ImGui::Text("%s = %.6g", opt.y_label.c_str(), bp->y);
+      if (bp->rows > 1) ImGui::TextDisabled("mean of %d rows", bp->rows);
+      ImGui::EndTooltip();
+    }
+  }
+}
+
+}  // namespace kvsim::viz

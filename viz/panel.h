@@ -1,0 +1,38 @@
+// IPanel: one page of the viewer (Plan, Page map, Block pool, Sweep), each in its own file
+// under viz/panels/ (Tracy's one-translation-unit-per-view split). The Viewer owns the
+// panels and the shared ViewerContext and calls Draw() for the visible one inside the main
+// content region; a panel keeps its own UI state (zoom, selection) across frames.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "viz/plan_model.h"
+
+namespace kvsim::viz {
+
+// What every panel may read or change: the live plan and a one-line status message.
+struct ViewerContext {
+  PlanModel* plan = nullptr;
+  std::string sweep_csv;   // --sweep: the CSV the Sweep panel opens at start
+  std::string status;      // shown in the status bar until replaced
+  double fps = 0;
+};
+
+class IPanel {
+ public:
+  virtual ~IPanel() = default;
+  // Short id used by --panel and in file names: "plan", "page_map", "block_pool", "sweep".
+  virtual const char* id() const = 0;
+  virtual const char* title() const = 0;
+  // The help line drawn at the top of the panel: what it shows and which keys/mouse do what.
+  virtual const char* help() const = 0;
+  virtual void Draw(ViewerContext& ctx) = 0;
+};
+
+std::unique_ptr<IPanel> MakePlanPanel();
+std::unique_ptr<IPanel> MakePageMapPanel();
+std::unique_ptr<IPanel> MakeBlockPoolPanel();
+std::unique_ptr<IPanel> MakeSweepPanel();
+
+}  // namespace kvsim::viz
