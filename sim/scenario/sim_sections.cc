@@ -231,7 +231,6 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
                               "auto: by extension and first line");
     w.trace.time_scale =
         t.Double("time_scale", 1.0, "multiplies arrival times (0.5 = twice the rate)", 0);
-    w.trace.block_tokens = t.Int("block_tokens", 512, "Mooncake: tokens per hash_id", 1);
     w.trace.required = t.Bool("required", false,
                               "missing file is an error (false: fall back to the synthetic "
                               "generator and say so)");
