@@ -31,5 +31,7 @@ void RegisterLayout(CLI::App& app);
 void RegisterList(CLI::App& app);
 void RegisterReplay(CLI::App& app);
 void RegisterRun(CLI::App& app);
+void RegisterSweep(CLI::App& app);
+void RegisterMerge(CLI::App& app);
 
 }  // namespace kvsim::cli
