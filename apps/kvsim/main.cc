@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   kvsim::cli::RegisterMerge(app);
   kvsim::cli::RegisterLayout(app);
   kvsim::cli::RegisterList(app);
+  kvsim::cli::RegisterGpuValidate(app);
   kvsim::cli::RegisterReplay(app);
   try {
     app.parse(argc, argv);
