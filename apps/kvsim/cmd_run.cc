@@ -12,7 +12,7 @@
 #include <map>
 
 #include "apps/kvsim/commands.h"
-#include "sim/cluster/cluster_setup.h"
+#include "sim/cluster/cluster_run.h"
 #include "sim/metrics_output.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
@@ -48,10 +48,9 @@ void RunRun(const RunArgs& a) {
   // The first point's scenario catches typos and bad values before anything runs.
   auto first = ParseScenario(points->front().tree, source);
   if (!first.ok()) return (void)ReportError(first.status(), a.json);
-  if (first->cluster.enabled) {  // P/D cluster (sim/cluster)
-    auto setup = BuildClusterSetup(first.value());
-    if (!setup.ok()) return (void)ReportError(setup.status(), a.json);
-    std::cout << FormatClusterSetup(first.value(), setup.value());
+  if (first->cluster.enabled) {  // P/D cluster: sim/cluster/cluster_run.h
+    ExitCode() = RunClusterPoints(points.value(), source, {a.out_dir, a.json}, std::cout,
+                                  std::cerr);
     return;
   }
   const bool many = points->size() > 1;
