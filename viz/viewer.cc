@@ -13,6 +13,7 @@ Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
   v->plan_ = std::make_unique<PlanModel>(std::move(plan.value()));
   v->ctx_.plan = v->plan_.get();
   v->ctx_.sweep_csv = options.sweep_csv;
+  v->ctx_.trace = options.trace;
   v->panels_.push_back(MakePlanPanel());
   v->panels_.push_back(MakePageMapPanel());
   v->panels_.push_back(MakeBlockPoolPanel());
@@ -89,7 +90,10 @@ void Viewer::Frame() {
   ImGuiIO& io = ImGui::GetIO();
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus;
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus |
+                                 // The renderer clears to the window colour: one full-screen
+                                 // blended pass fewer, which matters under software GL.
+                                 ImGuiWindowFlags_NoBackground;
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(io.DisplaySize);
   ImGui::PushStyleVar(ImGuiStyleVar_WindowRounding, 0);
