@@ -154,8 +154,11 @@ KvRuns CountBlockRuns(const KvLayout& layout, int64_t head_begin, int64_t heads,
 struct KvTransferTimeModel {
   double per_descriptor_ns = 2000.0;  // posting cost α per descriptor (NIXL/UCX, ≈ 1–2 µs)
   bool overlap_posting = false;       // false: posting + wire (sum); true: max(posting, wire)
-  double relayout_bytes_per_ns = 3000.0;  // HBM traffic rate of a copy-speed permute (3 TB/s)
-  double relayout_launch_ns = 5000.0;     // per kernel launch (one per layer)
+  // Measured on an H100 SXM (docs/pd_relayout_probe.cu): an NHD->HND permute moves 2.99-3.04
+  // TB/s of read + write traffic from 256 MiB up (the D2D copy: 3.02 TB/s), and back-to-back
+  // launches cost 4.1-4.5 µs each when small.
+  double relayout_bytes_per_ns = 3000.0;  // HBM traffic rate (read + write) of the permute
+  double relayout_launch_ns = 4000.0;     // per kernel launch (one per layer)
 
   // Descriptor posting time of the busiest decode rank.
   int64_t PostingNs(const KvTransferCost& c) const;

@@ -78,6 +78,10 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
   dl->AddText(ImVec2((a.x + b.x - xl.x) / 2, b.y + fh + 8), axis, opt.x_label.c_str());
   dl->AddText(ImVec2(o.x + 4, o.y + 2), axis, (opt.y_label + (opt.title.empty() ? "" : "   " + opt.title)).c_str());
 
+  if (std::isfinite(opt.marker_x) && (!opt.log_x || opt.marker_x > 0)) {
+    const float x = px(opt.marker_x);
+    if (x >= a.x && x <= b.x) dl->AddLine(ImVec2(x, a.y), ImVec2(x, b.y), palette::kHighlight, 1.5f);
+  }
   // Lines and markers.
   dl->PushClipRect(ImVec2(a.x - 4, a.y - 4), ImVec2(b.x + 4, b.y + 4), true);
   for (size_t si = 0; si < data.series.size(); ++si) {
@@ -89,6 +93,7 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
                   ImVec2(px(s.points[i].x), py(s.points[i].y)), c, 2.0f);
     }
     for (const SeriesPoint& p : s.points) {
+      if (s.points.size() > 80) break;  // markers only where they stay readable
       if (opt.log_x && p.x <= 0) continue;
       const ImVec2 q(px(p.x), py(p.y));
       dl->AddRectFilled(ImVec2(q.x - 3, q.y - 3), ImVec2(q.x + 3, q.y + 3), c);
@@ -101,10 +106,10 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
   float lw = 0;
   for (const Series& s : data.series) lw = std::max(lw, ImGui::CalcTextSize(s.label.c_str()).x);
   const float lx = b.x - lw - fh - 16;
-  if (!data.series.empty() && data.series.size() <= 16) {
+  if (opt.legend && !data.series.empty() && data.series.size() <= 16) {
     dl->AddRectFilled(ImVec2(lx - 6, ly - 4),
                       ImVec2(b.x - 4, ly + (fh + 4) * static_cast<float>(data.series.size()) + 2),
-                      IM_COL32(24, 26, 30, 220));
+                      IM_COL32(24, 26, 30, 255));
     for (size_t si = 0; si < data.series.size(); ++si) {
       const Rgba c = CategoricalColour(static_cast<int64_t>(si));
       dl->AddRectFilled(ImVec2(lx, ly), ImVec2(lx + fh, ly + fh), c);

@@ -5,6 +5,7 @@
 
 #include <imgui.h>
 
+#include <limits>
 #include <string>
 
 #include "viz/sweep_table.h"
@@ -17,6 +18,8 @@ struct ChartOptions {
   std::string y_label;
   bool log_x = false;      // log2 x axis (block sizes, pack sizes); needs x > 0
   bool y_from_zero = true;
+  double marker_x = std::numeric_limits<double>::quiet_NaN();  // a vertical "now" line
+  bool legend = true;
 };
 
 // Draws into a `size` region at the cursor (advancing it). Series i uses

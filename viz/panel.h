@@ -15,6 +15,7 @@ namespace kvsim::viz {
 struct ViewerContext {
   PlanModel* plan = nullptr;
   std::string sweep_csv;   // --sweep: the CSV the Sweep panel opens at start
+  std::string trace;       // --trace: the request trace the Block pool panel replays
   std::string status;      // shown in the status bar until replaced
   double fps = 0;
 };

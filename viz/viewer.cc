@@ -13,6 +13,7 @@ Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
   v->plan_ = std::make_unique<PlanModel>(std::move(plan.value()));
   v->ctx_.plan = v->plan_.get();
   v->ctx_.sweep_csv = options.sweep_csv;
+  v->ctx_.trace = options.trace;
   v->panels_.push_back(MakePlanPanel());
   v->panels_.push_back(MakePageMapPanel());
   v->panels_.push_back(MakeBlockPoolPanel());

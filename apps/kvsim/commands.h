@@ -27,9 +27,12 @@ struct ScenarioArgs {
 };
 void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
 
+void RegisterGpuValidate(CLI::App& app);
 void RegisterLayout(CLI::App& app);
 void RegisterList(CLI::App& app);
 void RegisterReplay(CLI::App& app);
 void RegisterRun(CLI::App& app);
+void RegisterSweep(CLI::App& app);
+void RegisterMerge(CLI::App& app);
 
 }  // namespace kvsim::cli

@@ -8,8 +8,11 @@ int main(int argc, char** argv) {
       "LLM server caches, reuses and sustains (vLLM v1 semantics)"};
   app.require_subcommand(1);
   kvsim::cli::RegisterRun(app);
+  kvsim::cli::RegisterSweep(app);
+  kvsim::cli::RegisterMerge(app);
   kvsim::cli::RegisterLayout(app);
   kvsim::cli::RegisterList(app);
+  kvsim::cli::RegisterGpuValidate(app);
   kvsim::cli::RegisterReplay(app);
   try {
     app.parse(argc, argv);

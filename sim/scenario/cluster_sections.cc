@@ -211,10 +211,11 @@ void ParseTransfer(ConfigReader& cluster, const std::string& source, ClusterConf
   const bool has_launch = x.Has("relayout_launch_us");
   const double rate = x.Double("relayout_gbytes_per_s", 3000,
                                "HBM traffic (read + write) rate of the re-layout kernels, GB/s "
-                               "(H100 copy ≈ 3000, gpu-notes §1.4)",
+                               "(H100, measured: docs/pd.md)",
                                1e-6);
-  const double launch =
-      x.Double("relayout_launch_us", 5.0, "per re-layout kernel launch (one per layer), µs", 0);
+  const double launch = x.Double("relayout_launch_us", 4.0,
+                                 "per re-layout kernel launch (one per layer), µs (H100, measured)",
+                                 0);
   if (calib.empty() || has_rate) tc.time.relayout_bytes_per_ns = rate;
   if (calib.empty() || has_launch) tc.time.relayout_launch_ns = 1000.0 * launch;
   tc.flow_rate_cap_gbytes_per_s = x.Double(

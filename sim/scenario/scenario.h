@@ -6,6 +6,7 @@
 //   cache                       block size, pack size, KV dtype, layout, memory, Mamba mode...
 //   scheduler                   token budget and sequence limit
 //   cluster                     P/D disaggregation (sim/scenario/cluster_sections.h)
+//   hardware, workload, spec, run, metrics, sweep   the simulator's sections (sim_sections.h)
 // Everything else in kvsim reads these structs, never YAML.
 #pragma once
 
@@ -18,6 +19,7 @@
 #include "core/page_planner.h"
 #include "sim/config/config_tree.h"
 #include "sim/scenario/cluster_sections.h"
+#include "sim/scenario/sim_sections.h"
 
 namespace kvsim {
 
@@ -38,6 +40,7 @@ struct Scenario {
   PlannerConfig cache;  // parallel.tp and cache.* (and the scheduler's token budget)
   SchedulerConfig scheduler;
   ClusterConfig cluster;  // P/D pools; cluster.enabled is false for a single engine
+  SimConfig sim;  // hardware, workload, spec, run, metrics (sim/scenario/sim_sections.h)
 
   ConfigNode tree;  // the merged tree the structs came from (after includes and overrides)
 

@@ -432,6 +432,7 @@ void ParseCacheSections(ConfigReader& root, Scenario& sc) {
   sc.scheduler.max_num_batched_tokens =
       s.Int("max_num_batched_tokens", 8192, "token budget per step", 1);
   sc.scheduler.max_num_seqs = s.Int("max_num_seqs", 1024, "running requests at most", 1);
+  ParseSchedulerExtras(s, sc);
   s.Finish();
   c.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
 }
@@ -460,6 +461,7 @@ Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& so
   }
   ParseCacheSections(root, sc);
   ParseClusterSection(root, tree, sc);
+  ParseSimSections(root, sc);
   if (sc.name.empty()) sc.name = fs::path(source).stem().string();
   root.Finish();
   if (!errors.empty()) return errors.ToStatus();

@@ -44,6 +44,8 @@ class HeadlessImGui {
     io.KeyMap[ImGuiKey_Y] = 'Y';
     io.KeyMap[ImGuiKey_Z] = 'Z';
     io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+    // What ImGui's OpenGL3 renderer declares: draw lists may pass 64k vertices.
+    io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;
   }
   ~HeadlessImGui() { ImGui::DestroyContext(ctx_); }
   HeadlessImGui(const HeadlessImGui&) = delete;

@@ -27,11 +27,11 @@ mimo=(--set model.preset=mimo-style --set parallel.tp=4)
 shot default_plan -- --panel plan
 shot default_page_map K V conv ssm highlight -- --panel page_map
 shot default_page_map_hnd K V highlight -- --panel page_map --set cache.layout=HND
-shot default_block_pool -- --panel block_pool
+shot default_block_pool free cached -- --panel block_pool
 shot default_sweep series0 series1 -- --panel sweep --sweep "$data/sweep_sample.csv"
 shot mimo_plan -- "${mimo[@]}" --panel plan
 shot mimo_page_map K V padding:2000 highlight -- "${mimo[@]}" --panel page_map
-shot mimo_block_pool -- "${mimo[@]}" --panel block_pool
+shot mimo_block_pool free cached series0 -- "${mimo[@]}" --panel block_pool --trace scenarios/traces/sample_tokens.jsonl
 # Bad input: exit code 2 and a message, never a crash.
 if timeout 60 "$viz" --set parallel.tp=abc --screenshot "$out/bad.png" > "$out/bad.log" 2>&1; then
   echo "FAIL bad scenario: exit 0"; fail=1

@@ -1,0 +1,82 @@
+// kvsim sweep SCENARIO [--set k=v]... [-j N] [--shard K/N] [-o DIR] [--per-point]
+// Runs every point of the scenario's `sweep:` block and writes DIR/sweep.csv (one row per
+// point). Interrupted sweeps resume from DIR's journal when rerun with the same arguments;
+// `--shard K/N` runs the points with index % N == K (0-based, for Slurm job arrays:
+// --shard ${SLURM_ARRAY_TASK_ID}/N) into DIR/sweep.shard-K-of-N.csv; `kvsim merge` joins
+// the shard files.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "apps/kvsim/commands.h"
+#include "sim/scenario/scenario_loader.h"
+#include "sim/sweep/sweep_runner.h"
+
+namespace kvsim::cli {
+namespace {
+
+struct SweepArgs {
+  ScenarioArgs scenario;
+  std::string out_dir = "sweep_out";
+  std::string shard;
+  int jobs = 1;
+  bool per_point = false;
+  int64_t max_points = 0;
+};
+
+void RunSweepCmd(const SweepArgs& a) {
+  if (a.scenario.scenario.empty()) {
+    return (void)ReportError(Status::Error("bad_args", "sweep: give a scenario file"), false);
+  }
+  SweepOptions o;
+  o.jobs = a.jobs;
+  o.out_dir = a.out_dir;
+  o.per_point_outputs = a.per_point;
+  o.max_points = a.max_points;
+  o.progress_bar = ::isatty(STDERR_FILENO) != 0;
+  if (!a.shard.empty()) {
+    int k = -1, n = -1;
+    char extra = 0;
+    if (std::sscanf(a.shard.c_str(), "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 0 ||
+        k >= n) {
+      return (void)ReportError(
+          Status::Error("bad_shard", "--shard " + a.shard + ": expected K/N with 0 <= K < N"),
+          false);
+    }
+    o.shard_k = k;
+    o.shard_n = n;
+  }
+  LoadOptions opts{a.scenario.scenario, a.scenario.sets};
+  auto tree = LoadScenarioTree(opts);
+  if (!tree.ok()) return (void)ReportError(tree.status(), false);
+  // Catch scenario errors (typos, bad values) once, up front, on the first point.
+  auto points = ExpandSweep(tree.value());
+  if (!points.ok()) return (void)ReportError(points.status(), false);
+  auto first = ParseScenario(points->front().tree, a.scenario.scenario);
+  if (!first.ok()) return (void)ReportError(first.status(), false);
+  Status s = RunSweep(tree.value(), a.scenario.scenario, o, std::cerr);
+  if (!s.ok()) return (void)ReportError(s, false);
+  std::cout << SweepCsvPath(o) << "\n";
+}
+
+}  // namespace
+
+void RegisterSweep(CLI::App& app) {
+  static SweepArgs args;
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "run a scenario's sweep: block into a resumable CSV (one row per point)");
+  AddScenarioArgs(cmd, &args.scenario);
+  cmd->add_option("-o,--out", args.out_dir, "output directory (sweep.csv, journal)");
+  cmd->add_option("-j,--jobs", args.jobs, "points run in parallel threads")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--shard", args.shard, "run slice K of N (0-based): points with index % N == K")
+      ->type_name("K/N");
+  cmd->add_flag("--per-point", args.per_point,
+                "also write DIR/points/NNNN/metrics.json and requests.csv");
+  cmd->add_option("--max-points", args.max_points,
+                  "stop after N new points (the journal keeps them; rerun to continue)");
+  cmd->callback([] { RunSweepCmd(args); });
+}
+
+}  // namespace kvsim::cli

@@ -1,0 +1,23 @@
+// Host entry points of the CUDA kernels (built only when KVSIM_HAVE_CUDA). Each takes the
+// device Params that MakeParams() built from Arguments accepted by CanImplement(); pointers
+// inside are device addresses. `stream` is a cudaStream_t (nullptr = default stream), kept
+// opaque so that this header needs no CUDA include. Errors come back as Status.
+#pragma once
+
+#include "core/status.h"
+#include "kernels/decode_attention.h"
+#include "kernels/kv_side.h"
+
+namespace kvsim::kernels {
+
+Status LaunchRowCopy(const RowCopyParams& p, void* stream = nullptr);
+Status LaunchDecodeAttention(const DecodeAttentionParams& p, void* stream = nullptr);
+
+// Baseline for "% of copy": a 16-byte-vector grid-stride copy of `bytes` (multiple of 16).
+Status LaunchVectorCopy(void* dst, const void* src, int64_t bytes, void* stream = nullptr);
+
+// Fills `bytes` (a multiple of 2) with 16-bit words that are finite bf16 values of magnitude
+// in [2^-7, 1), from a hash of (index, seed): never zero, never NaN. For timing inputs.
+Status LaunchFillPattern(void* dst, int64_t bytes, uint32_t seed, void* stream = nullptr);
+
+}  // namespace kvsim::kernels

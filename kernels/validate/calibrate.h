@@ -1,0 +1,51 @@
+// Calibration of the kernel-time model (core/hardware_profile.h) from measured kernels:
+// a weighted least-squares line t = fixed + bytes / bandwidth per kernel class (Eigen),
+// relative residuals so small and large kernels count alike. Samples marked held_out are
+// kept out of the fit and used to report the model's error before and after. Host-only,
+// always built; also writes the profile as YAML.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/hardware_profile.h"
+
+namespace kvsim::kernels {
+
+enum class KernelClass : uint8_t { kDataMovement, kDecodeAttention };
+
+struct TimingSample {
+  std::string kernel;   // "append", "gather", "convert:nhd->hnd", "decode_attention", ...
+  std::string variant;  // layout / size tag
+  KernelClass cls = KernelClass::kDataMovement;
+  int64_t bytes = 0;    // bytes the model charges: read + written (movement), KV read (attn)
+  double seconds = 0;   // measured median
+  bool held_out = false;
+};
+
+struct LineFit {
+  bool ok = false;
+  double fixed_s = 0;
+  double bytes_per_s = 0;
+  int samples = 0;
+};
+
+LineFit FitLine(const std::vector<TimingSample>& samples, KernelClass cls);
+
+double ModelSeconds(const HardwareProfile& hw, const TimingSample& s);
+
+struct ModelError {
+  int n = 0;
+  double mean_abs = 0;  // mean |measured / modelled − 1|
+  double max_abs = 0;
+};
+ModelError HeldOutError(const HardwareProfile& hw, const std::vector<TimingSample>& samples);
+
+// `before` with the fitted coefficients replaced (classes without a fit keep theirs).
+HardwareProfile Calibrate(const HardwareProfile& before, const std::vector<TimingSample>& samples);
+
+// The YAML of core/hardware_profile.h, fixed formatting (same input ⇒ same bytes).
+std::string ProfileToYaml(const HardwareProfile& hw);
+
+}  // namespace kvsim::kernels

@@ -1,0 +1,762 @@
+#include "sim/cluster/cluster_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <fmt/format.h>
+#include <limits>
+
+#include "core/cost_model.h"
+#include "core/kv_cache_manager.h"
+#include "sim/kv_adapter.h"
+#include "sim/report/plan_report.h"
+#include "sim/scheduler/scheduler.h"
+#include "sim/workload/rng.h"
+
+namespace kvsim {
+
+// One engine instance of a pool: scheduler state over its own KV cache manager, priced by its
+// own cost model. The cluster drives it (it has no clock of its own).
+class ClusterSim::Instance {
+ public:
+  struct Live {
+    SimRequest req;
+    Tick last_emit = -1;
+    bool prefill_done = false;  // prefill: KV complete, blocks held for the decoder
+  };
+
+  Instance(bool is_prefill, int pool_index, const Scenario& pool, const KvCachePlan& plan,
+           const KvCacheManagerConfig& kvc, uint64_t seed)
+      : prefill(is_prefill),
+        index(pool_index),
+        sc(pool),
+        mgr(kvc),
+        adapter(&mgr),
+        cost(pool.model, plan, pool.sim.hardware),
+        usable_blocks(plan.usable_blocks()),
+        accept_rng(Rng(seed).Fork(0x5bec00 + static_cast<uint64_t>(pool_index) +
+                                  (is_prefill ? 0 : 0x1000))) {
+    max_model_len = plan.max_model_len > 0 ? plan.max_model_len : (int64_t{1} << 40);
+    params.max_num_batched_tokens = pool.scheduler.max_num_batched_tokens;
+    params.max_num_seqs = pool.scheduler.max_num_seqs;
+    params.max_model_len = max_model_len;
+    params.long_prefill_token_threshold = pool.sim.scheduler.long_prefill_token_threshold;
+    params.enable_chunked_prefill = pool.sim.scheduler.enable_chunked_prefill;
+    params.policy = pool.sim.scheduler.policy == "priority" ? SchedulingPolicy::kPriority
+                                                            : SchedulingPolicy::kFcfs;
+    params.full_sequence_must_fit = pool.sim.scheduler.full_sequence_must_fit;
+    // The prefill pool never decodes, so it never drafts.
+    num_spec = is_prefill ? 0 : pool.cache.num_speculative_tokens;
+    params.num_lookahead_tokens =
+        num_spec > 0 ? num_spec + (pool.sim.spec.method == "dflash" ? 1 : 0) : 0;
+    params.mamba_align_split = kvc.has_mamba_align();
+  }
+
+  void Integrate(Tick now) {
+    usage_area += last_usage * static_cast<double>(now - last_tick);
+    last_tick = now;
+    last_usage = mgr.usage();
+    usage_max = std::max(usage_max, last_usage);
+  }
+  Live& live_of(int64_t id) { return *live.at(id); }
+  // Blocks that will come back without this instance running a step: a prefill instance's
+  // finished prompts waiting for the decoder to read them; a decoder's in-flight receives.
+  bool HoldsForOthers() const {
+    if (!prefill) return in_flight > 0;
+    for (const auto& [id, lv] : live) {
+      if (lv->prefill_done) return true;
+    }
+    return false;
+  }
+
+  const bool prefill;
+  const int index;
+  const Scenario& sc;
+  KvCacheManager mgr;
+  KvAdapter adapter;
+  CostModel cost;
+  int64_t usable_blocks = 0;
+  int64_t max_model_len = 0;
+  SchedulerParams params;
+  SchedulerState state;
+  StepPlan step;
+  bool step_in_flight = false;
+  bool schedule_pending = false;
+  Tick step_start = 0;
+  std::map<int64_t, std::unique_ptr<Live>> live;
+  std::deque<int64_t> pending;  // decode: waiting for blocks to receive into (FIFO)
+  int64_t in_flight = 0;        // decode: reserved, KV not usable yet
+  int64_t inbound_tokens = 0;   // decode: prompt tokens pending or in flight
+  int64_t num_spec = 0;
+  Rng accept_rng;
+  double usage_area = 0, usage_max = 0, last_usage = 0;
+  Tick last_tick = 0;
+  int64_t steps = 0, preemptions = 0, requests = 0;
+};
+
+struct ClusterSim::Transfer {
+  int p = -1;  // prefill instance (global index)
+  int d = -1;  // decode instance (global index)
+  KvTransferCost cost;
+  Tick post_end = 0;  // overlap mode: the wire may not finish before posting does
+  int64_t flow = -1;
+};
+
+namespace {
+
+PdStats Stats(std::vector<double> v) {
+  PdStats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.count = static_cast<int64_t>(v.size());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  auto rank = [&](double q) {
+    const size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
+  };
+  s.p50 = rank(0.5);
+  s.p90 = rank(0.9);
+  s.p99 = rank(0.99);
+  s.max = v.back();
+  return s;
+}
+
+double Ms(Tick t) { return static_cast<double>(t) / static_cast<double>(kTicksPerMs); }
+
+Result<KvCacheManagerConfig> ManagerConfig(const Scenario& pool, const KvCachePlan& plan) {
+  auto kv = KvCacheManagerConfigFromPlan(plan);
+  if (!kv.ok()) return kv.status();
+  KvCacheManagerConfig kvc = kv.value();
+  kvc.max_num_batched_tokens = pool.scheduler.max_num_batched_tokens;
+  if (pool.cache.num_speculative_tokens > 0) kvc.use_eagle = pool.sim.spec.eagle();
+  if (Status s = kvc.Validate(); !s.ok()) return s;
+  return kvc;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClusterSim>> ClusterSim::Create(const Scenario& sc) {
+  std::string note;
+  auto wl = MakeWorkload(sc.sim.workload, sc.seed, &note);
+  if (!wl.ok()) return wl.status();
+  return Create(sc, std::move(wl.value()));
+}
+
+Result<std::unique_ptr<ClusterSim>> ClusterSim::Create(const Scenario& sc,
+                                                       std::unique_ptr<IWorkload> workload) {
+  auto setup = BuildClusterSetup(sc);
+  if (!setup.ok()) return setup.status();
+  std::unique_ptr<ClusterSim> sim(
+      new ClusterSim(sc, std::move(setup.value()), std::move(workload)));
+  if (Status s = sim->Init(); !s.ok()) return s;
+  return sim;
+}
+
+ClusterSim::ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload)
+    : sc_(sc),
+      setup_(std::move(setup)),
+      workload_(std::move(workload)),
+      net_(setup_.topology.ResourceCapacities()) {
+  sc_.tree = ConfigNode();
+}
+
+ClusterSim::~ClusterSim() = default;
+
+Status ClusterSim::Init() {
+  const ClusterConfig& cc = sc_.cluster;
+  workload_desc_ = workload_->Describe();
+  auto pk = ManagerConfig(*cc.prefill.scenario, setup_.prefill_plan);
+  if (!pk.ok()) return Status::Error(pk.status().code(), "cluster.prefill: " + pk.status().message());
+  auto dk = ManagerConfig(*cc.decode.scenario, setup_.decode_plan);
+  if (!dk.ok()) return Status::Error(dk.status().code(), "cluster.decode: " + dk.status().message());
+  num_prefill_ = static_cast<int>(cc.prefill.count);
+  for (int i = 0; i < num_prefill_; ++i) {
+    inst_.push_back(std::make_unique<Instance>(true, i, *cc.prefill.scenario,
+                                               setup_.prefill_plan, pk.value(), sc_.seed));
+  }
+  for (int i = 0; i < static_cast<int>(cc.decode.count); ++i) {
+    inst_.push_back(std::make_unique<Instance>(false, i, *cc.decode.scenario, setup_.decode_plan,
+                                               dk.value(), sc_.seed));
+  }
+  hash_block_ = cc.router.hash_block_tokens > 0 ? cc.router.hash_block_tokens
+                                                : pk.value().scheduler_block_size();
+  auto pr = MakeRouter(cc.router.prefill, num_prefill_, cc.router.prefix_capacity_blocks,
+                       cc.router.max_imbalance_tokens);
+  if (!pr.ok()) return pr.status();
+  auto dr = MakeRouter(cc.router.decode, static_cast<int>(cc.decode.count),
+                       cc.router.prefix_capacity_blocks, cc.router.max_imbalance_tokens);
+  if (!dr.ok()) return dr.status();
+  prefill_router_ = std::move(pr.value());
+  decode_router_ = std::move(dr.value());
+  flow_cap_ = cc.transfer.flow_rate_cap_gbytes_per_s;
+  if (sc_.sim.run.max_sim_seconds > 0) {
+    stop_at_ = static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond);
+  }
+  return Status::Ok();
+}
+
+void ClusterSim::Push(Tick t, Ev kind, int64_t a) {
+  queue_.emplace(std::make_pair(t, std::make_pair(static_cast<int>(kind), seq_++)), Event{kind, a});
+}
+
+void ClusterSim::PullOpenLoop() {
+  if (open_loop_done_) return;
+  std::optional<RequestSpec> next = workload_->Next();
+  if (!next) {
+    open_loop_done_ = true;
+    return;
+  }
+  const int64_t id = next->id;
+  const Tick t = next->arrival;
+  specs_[id] = std::move(*next);
+  // Open-loop arrivals carry a flag so that handling one pulls the next.
+  Push(t, Ev::kArrival, id | (int64_t{1} << 62));
+}
+
+void ClusterSim::RequestSchedule(int i) {
+  Instance& in = *inst_[static_cast<size_t>(i)];
+  if (in.step_in_flight || in.schedule_pending) return;
+  in.schedule_pending = true;
+  Push(now_, Ev::kSchedule, i);
+}
+
+std::vector<BlockHash> ClusterSim::RouteHashes(const RequestSpec& spec) const {
+  std::vector<BlockHash> h;
+  HashFullBlocks(kNoneHash, spec.prompt, hash_block_, h);
+  return h;
+}
+
+std::vector<InstanceLoad> ClusterSim::Loads(bool prefill) const {
+  std::vector<InstanceLoad> out;
+  for (const auto& ip : inst_) {
+    const Instance& in = *ip;
+    if (in.prefill != prefill) continue;
+    InstanceLoad l;
+    if (prefill) {
+      for (const auto& [id, lv] : in.live) {
+        if (!lv->prefill_done) l.waiting_tokens += lv->req.num_prompt_tokens - lv->req.num_computed_tokens;
+      }
+      l.running = static_cast<int64_t>(in.state.running.size());
+    } else {
+      l.waiting_tokens = in.inbound_tokens;
+      l.running = static_cast<int64_t>(in.state.running.size() + in.state.waiting.size()) +
+                  in.in_flight + static_cast<int64_t>(in.pending.size());
+    }
+    out.push_back(l);
+  }
+  return out;
+}
+
+void ClusterSim::Run() {
+  PullOpenLoop();
+  for (;;) {
+    const auto flow = net_.NextCompletion();
+    const bool have_ev = !queue_.empty();
+    if (!flow && !have_ev) break;
+    const Tick t_ev = have_ev ? queue_.begin()->first.first : std::numeric_limits<Tick>::max();
+    const Tick t = flow ? std::min(flow->first, t_ev) : t_ev;
+    if (stop_at_ >= 0 && t > stop_at_) {
+      now_ = stop_at_;
+      net_.AdvanceTo(now_);
+      break;
+    }
+    now_ = t;
+    net_.AdvanceTo(now_);
+    // Bytes that finish at t are delivered before any event of tick t runs.
+    if (flow && flow->first <= t_ev) {
+      for (int64_t f : net_.Finished()) {
+        net_.Remove(f);
+        OnWireEnd(f);
+      }
+      continue;
+    }
+    const Event e = queue_.begin()->second;
+    queue_.erase(queue_.begin());
+    switch (e.kind) {
+      case Ev::kArrival: {
+        const bool open = (e.a >> 62) != 0;
+        OnArrival(e.a & ~(int64_t{1} << 62));
+        if (open) PullOpenLoop();
+        break;
+      }
+      case Ev::kSchedule: {
+        Instance& in = *inst_[static_cast<size_t>(e.a)];
+        in.schedule_pending = false;
+        if (in.step_in_flight || (in.state.running.empty() && in.state.waiting.empty())) break;
+        in.step = Schedule(in.params, in.state, in.adapter);
+        for (SimRequest* p : in.step.preempted) {
+          (void)p;
+          ++in.preemptions;
+        }
+        if (in.step.empty()) {
+          if (in.state.running.empty() && !in.state.waiting.empty() && !in.HoldsForOthers()) {
+            // Nothing runs and the head cannot be admitted: it never will be.
+            SimRequest* head = in.state.waiting.front();
+            in.state.waiting.pop_front();
+            const int64_t id = head->id;
+            in.mgr.RemoveRequest(head->kv_handle);
+            in.live.erase(id);
+            Reject(id);
+            RequestSchedule(static_cast<int>(e.a));
+          }
+          in.Integrate(now_);
+          break;
+        }
+        in.cost.Begin();
+        for (const ScheduledChunk& c : in.step.scheduled) {
+          in.cost.Add(c.num_tokens, c.num_computed_before);
+          PdRecord& rec = records_[static_cast<size_t>(c.req->id)];
+          if (in.prefill && c.new_admission && rec.prefill_start < 0) {
+            rec.prefill_start = now_;
+            rec.prefill_hit_tokens = c.hit_tokens;
+          }
+        }
+        in.step_start = now_;
+        in.step_in_flight = true;
+        ++in.steps;
+        in.Integrate(now_);
+        Push(now_ + in.cost.StepNanos(), Ev::kStepEnd, e.a);
+        break;
+      }
+      case Ev::kStepEnd: {
+        const int i = static_cast<int>(e.a);
+        Instance& in = *inst_[static_cast<size_t>(i)];
+        in.step_in_flight = false;
+        std::vector<std::pair<int64_t, int64_t>> done;  // (id, outputs)
+        const int64_t vocab = workload_->vocab_size();
+        for (const ScheduledChunk& c : in.step.scheduled) {
+          SimRequest& r = *c.req;
+          if (r.num_computed_tokens < r.num_tokens) continue;  // mid-prompt chunk
+          if (in.prefill) {
+            r.status = RequestStatus::kFinished;
+            in.live_of(r.id).prefill_done = true;
+            done.emplace_back(r.id, 0);
+            continue;
+          }
+          int64_t accepted = 0;
+          if (c.num_spec_tokens > 0) {
+            while (accepted < c.num_spec_tokens &&
+                   in.accept_rng.Bernoulli(in.sc.sim.spec.acceptance_rate)) {
+              ++accepted;
+            }
+            r.num_computed_tokens -= c.num_spec_tokens - accepted;
+          }
+          const int64_t gen =
+              std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
+          Instance::Live& lv = in.live_of(r.id);
+          PdRecord& rec = records_[static_cast<size_t>(r.id)];
+          if (rec.first_token < 0) rec.first_token = now_;
+          lv.last_emit = now_;
+          const RequestSpec& spec = specs_.at(r.id);
+          std::vector<TokenId> toks;
+          for (int64_t k = 0; k < gen; ++k) {
+            toks.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
+          }
+          r.num_output_tokens += gen;
+          r.num_tokens += gen;
+          r.num_spec_tokens = 0;
+          if (r.num_output_tokens >= r.max_output_tokens || r.num_tokens >= in.max_model_len) {
+            r.status = RequestStatus::kFinished;
+            done.emplace_back(r.id, r.num_output_tokens);
+            continue;
+          }
+          in.mgr.AppendTokens(r.kv_handle, toks);
+          if (in.num_spec > 0) {
+            r.num_spec_tokens = std::max<int64_t>(
+                0, std::min<int64_t>(in.num_spec, r.max_output_tokens - r.num_output_tokens - 1));
+          }
+        }
+        auto& run = in.state.running;
+        run.erase(std::remove_if(run.begin(), run.end(),
+                                 [](SimRequest* p) { return p->status == RequestStatus::kFinished; }),
+                  run.end());
+        in.step.scheduled.clear();
+        in.step.preempted.clear();
+        for (const auto& [id, outs] : done) {
+          if (in.prefill) {
+            OnPrefillDone(i, id);
+          } else {
+            OnFinished(i, id, outs);
+          }
+        }
+        in.Integrate(now_);
+        if (!in.prefill) TryReserve(i);
+        RequestSchedule(i);
+        break;
+      }
+      case Ev::kWireStart:
+        OnWireStart(e.a);
+        break;
+      case Ev::kKvReady:
+        OnKvReady(e.a);
+        break;
+    }
+  }
+  for (auto& in : inst_) in->Integrate(now_);
+}
+
+void ClusterSim::OnArrival(int64_t id) {
+  const RequestSpec& spec = specs_.at(id);
+  if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
+  PdRecord& rec = records_[static_cast<size_t>(id)];
+  rec.id = id;
+  rec.arrived = true;
+  rec.arrival = now_;
+  rec.prompt_tokens = static_cast<int64_t>(spec.prompt.size());
+  if (first_arrival_ < 0) first_arrival_ = now_;
+  const Instance& p0 = *inst_[0];
+  const Instance& d0 = *inst_[static_cast<size_t>(num_prefill_)];
+  const int64_t n = rec.prompt_tokens;
+  if (n < 1 || n >= p0.max_model_len || n >= d0.max_model_len ||
+      p0.mgr.BlocksNeededFresh(n) > p0.usable_blocks ||
+      d0.mgr.BlocksNeededFresh(n) > d0.usable_blocks) {
+    Reject(id);
+    return;
+  }
+  const std::vector<BlockHash> hashes = RouteHashes(spec);
+  const int p = prefill_router_->Route(hashes, Loads(true));
+  rec.prefill_instance = p;
+  Instance& in = *inst_[static_cast<size_t>(p)];
+  auto lv = std::make_unique<Instance::Live>();
+  SimRequest& r = lv->req;
+  r.id = id;
+  r.arrival_tick = now_;
+  r.num_prompt_tokens = n;
+  r.num_tokens = n;
+  r.max_output_tokens = 1;
+  r.kv_handle = in.mgr.AddRequest(spec.prompt);
+  in.live[id] = std::move(lv);
+  in.state.AddWaiting(&in.live[id]->req, in.params.policy);
+  ++in.requests;
+  RequestSchedule(p);
+}
+
+void ClusterSim::OnPrefillDone(int p, int64_t id) {
+  PdRecord& rec = records_[static_cast<size_t>(id)];
+  rec.prefill_end = now_;
+  const RequestSpec& spec = specs_.at(id);
+  const int d_local = decode_router_->Route(RouteHashes(spec), Loads(false));
+  const int d = num_prefill_ + d_local;
+  rec.decode_instance = d_local;
+  Instance& in = *inst_[static_cast<size_t>(d)];
+  auto lv = std::make_unique<Instance::Live>();
+  SimRequest& r = lv->req;
+  r.id = id;
+  r.arrival_tick = rec.arrival;
+  r.num_prompt_tokens = rec.prompt_tokens;
+  r.num_tokens = rec.prompt_tokens;
+  r.max_output_tokens = std::max<int64_t>(1, spec.max_output_tokens);
+  r.kv_handle = in.mgr.AddRequest(spec.prompt);
+  in.live[id] = std::move(lv);
+  in.pending.push_back(id);
+  in.inbound_tokens += rec.prompt_tokens;
+  ++in.requests;
+  Transfer& t = transfers_[id];
+  t.p = p;
+  t.d = d;
+  TryReserve(d);
+}
+
+void ClusterSim::TryReserve(int d) {
+  Instance& in = *inst_[static_cast<size_t>(d)];
+  while (!in.pending.empty()) {
+    const int64_t id = in.pending.front();
+    if (static_cast<int64_t>(in.state.running.size() + in.state.waiting.size()) + in.in_flight >=
+        in.params.max_num_seqs) {
+      return;
+    }
+    Instance::Live& lv = in.live_of(id);
+    const int64_t n = lv.req.num_prompt_tokens;
+    const PrefixHit hit = in.mgr.GetComputedBlocks(lv.req.kv_handle, 0);
+    if (!in.mgr.AllocateSlots(lv.req.kv_handle, 0, n - hit.num_tokens, hit.num_tokens, 0, true)) {
+      return;  // wait for blocks (FIFO: head-of-line, like vLLM's waiting queue)
+    }
+    in.pending.pop_front();
+    ++in.in_flight;
+    in.Integrate(now_);
+    PdRecord& rec = records_[static_cast<size_t>(id)];
+    rec.reserved = now_;
+    rec.decode_hit_tokens = hit.num_tokens;
+    lv.req.num_cached_tokens = hit.num_tokens;
+    Transfer& t = transfers_.at(id);
+    t.cost = setup_.transfer.ForRequest(hit.num_tokens, n);
+    ++rec.transfers;
+    rec.transfer_tokens = t.cost.tokens;
+    rec.descriptors = t.cost.descriptors;
+    rec.bytes = t.cost.bytes;
+    rec.save_relayout_bytes = t.cost.save_relayout_bytes;
+    rec.receive_relayout_bytes = t.cost.receive_relayout_bytes;
+    const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
+    const Tick save = tm.SaveRelayoutNs(t.cost);
+    const Tick post = tm.PostingNs(t.cost);
+    t.post_end = now_ + save + post;
+    Push(tm.overlap_posting ? now_ + save : t.post_end, Ev::kWireStart, id);
+  }
+}
+
+void ClusterSim::OnWireStart(int64_t id) {
+  Transfer& t = transfers_.at(id);
+  PdRecord& rec = records_[static_cast<size_t>(id)];
+  rec.wire_start = now_;
+  const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
+  const double cap = flow_cap_ > 0 ? flow_cap_ : std::numeric_limits<double>::infinity();
+  t.flow = net_.Add(path.resources, static_cast<double>(t.cost.bytes), now_, cap);
+  flow_to_request_[t.flow] = id;
+}
+
+void ClusterSim::OnWireEnd(int64_t flow) {
+  const int64_t id = flow_to_request_.at(flow);
+  flow_to_request_.erase(flow);
+  Transfer& t = transfers_.at(id);
+  PdRecord& rec = records_[static_cast<size_t>(id)];
+  rec.wire_end = now_;
+  // The decoder has read the blocks: the prefill instance frees them (they stay cached).
+  Instance& p = *inst_[static_cast<size_t>(t.p)];
+  p.mgr.RemoveRequest(p.live_of(id).req.kv_handle);
+  p.live.erase(id);
+  p.Integrate(now_);
+  RequestSchedule(t.p);
+  const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
+  const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
+  const Tick delivered = std::max(now_, tm.overlap_posting ? t.post_end : now_);
+  Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), Ev::kKvReady, id);
+}
+
+void ClusterSim::OnKvReady(int64_t id) {
+  Transfer& t = transfers_.at(id);
+  PdRecord& rec = records_[static_cast<size_t>(id)];
+  rec.kv_ready = now_;
+  Instance& in = *inst_[static_cast<size_t>(t.d)];
+  --in.in_flight;
+  in.inbound_tokens -= rec.prompt_tokens;
+  SimRequest& r = in.live_of(id).req;
+  // Every prompt token is in the cache; vLLM replays the last one for its logits.
+  r.num_computed_tokens = r.num_prompt_tokens - 1;
+  r.status = RequestStatus::kRunning;
+  in.state.running.push_back(&r);
+  transfers_.erase(id);
+  RequestSchedule(t.d);
+}
+
+void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {
+  Instance& in = *inst_[static_cast<size_t>(d)];
+  PdRecord& rec = records_[static_cast<size_t>(id)];
+  rec.finish = now_;
+  rec.output_tokens = outputs;
+  last_finish_ = std::max(last_finish_, now_);
+  in.mgr.RemoveRequest(in.live_of(id).req.kv_handle);
+  in.live.erase(id);
+  follow_buf_.clear();
+  workload_->OnFinish(specs_.at(id), outputs, now_, follow_buf_);
+  specs_.erase(id);
+  for (RequestSpec& f : follow_buf_) {
+    const int64_t fid = f.id;
+    const Tick at = f.arrival;
+    specs_[fid] = std::move(f);
+    Push(at, Ev::kArrival, fid);
+  }
+}
+
+void ClusterSim::Reject(int64_t id) {
+  if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
+  records_[static_cast<size_t>(id)].rejected = true;
+  follow_buf_.clear();
+  workload_->OnFinish(specs_.at(id), 0, now_, follow_buf_);
+  specs_.erase(id);
+  for (RequestSpec& f : follow_buf_) {
+    const int64_t fid = f.id;
+    const Tick at = f.arrival;
+    specs_[fid] = std::move(f);
+    Push(at, Ev::kArrival, fid);
+  }
+}
+
+void ClusterSim::CheckInvariants() const {
+  for (const auto& in : inst_) in->mgr.CheckInvariants();
+  net_.CheckInvariants();
+  for (const PdRecord& r : records_) {
+    KVSIM_CHECK(r.transfers <= 1);
+    if (r.finish >= 0) KVSIM_CHECK(r.transfers == 1);
+  }
+}
+
+ClusterSummary ClusterSim::Summary() const {
+  ClusterSummary s;
+  const Tick span = std::max<Tick>(1, (last_finish_ > 0 ? last_finish_ : now_) -
+                                          std::max<Tick>(0, first_arrival_));
+  s.makespan_s = static_cast<double>(span) / static_cast<double>(kTicksPerSecond);
+  std::vector<double> ttft, queue, prefill, transfer, first, tpot, e2e, wire;
+  int64_t outputs = 0;
+  for (const PdRecord& r : records_) {
+    if (r.rejected) {
+      ++s.rejected;
+      ++s.arrived;
+      continue;
+    }
+    if (!r.arrived) continue;  // an id that never arrived (run stopped first)
+    ++s.arrived;
+    if (r.transfers > 0) {
+      ++s.transferred_requests;
+      s.bytes += r.bytes;
+      s.descriptors += r.descriptors;
+      s.save_relayout_bytes += r.save_relayout_bytes;
+      s.receive_relayout_bytes += r.receive_relayout_bytes;
+      s.decode_hit_tokens += r.decode_hit_tokens;
+    }
+    if (r.finish < 0) {
+      ++s.unfinished;
+      continue;
+    }
+    ++s.finished;
+    outputs += r.output_tokens;
+    ttft.push_back(Ms(r.first_token - r.arrival));
+    queue.push_back(Ms(r.prefill_start - r.arrival));
+    prefill.push_back(Ms(r.prefill_end - r.prefill_start));
+    transfer.push_back(Ms(r.kv_ready - r.prefill_end));
+    first.push_back(Ms(r.first_token - r.kv_ready));
+    wire.push_back(Ms(r.wire_end - r.wire_start));
+    e2e.push_back(Ms(r.finish - r.arrival));
+    if (r.output_tokens > 1) {
+      tpot.push_back(Ms(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1));
+    }
+  }
+  s.ttft = Stats(ttft);
+  s.queue = Stats(queue);
+  s.prefill = Stats(prefill);
+  s.transfer = Stats(transfer);
+  s.first_decode = Stats(first);
+  s.wire = Stats(wire);
+  s.tpot = Stats(tpot);
+  s.e2e = Stats(e2e);
+  s.output_throughput = static_cast<double>(outputs) / s.makespan_s;
+  for (int role = 0; role < 2; ++role) {
+    PoolSummary& ps = role == 0 ? s.prefill_pool : s.decode_pool;
+    ps.role = role == 0 ? "prefill" : "decode";
+    for (const auto& in : inst_) {
+      if (in->prefill != (role == 0)) continue;
+      ps.kv_usage_mean.push_back(in->usage_area / static_cast<double>(span));
+      ps.kv_usage_max.push_back(in->usage_max);
+      ps.requests.push_back(in->requests);
+      ps.lookups += in->mgr.stats().requests;
+      ps.query_tokens += in->mgr.stats().query_tokens;
+      ps.hit_tokens += in->mgr.stats().hit_tokens;
+      ps.steps += in->steps;
+      ps.preemptions += in->preemptions;
+    }
+    ps.hit_rate = ps.query_tokens > 0 ? static_cast<double>(ps.hit_tokens) /
+                                            static_cast<double>(ps.query_tokens)
+                                      : 0.0;
+  }
+  const auto& carried = net_.carried_bytes();
+  for (int r = 0; r < setup_.topology.num_resources(); ++r) {
+    const double b = carried[static_cast<size_t>(r)];
+    if (b <= 0) continue;
+    const double cap = setup_.topology.link(r / 2).bytes_per_ns;
+    s.links.push_back({setup_.topology.ResourceName(r), cap, b, b / (cap * static_cast<double>(span))});
+  }
+  std::stable_sort(s.links.begin(), s.links.end(), [](const LinkSummary& a, const LinkSummary& b) {
+    return a.utilisation > b.utilisation;
+  });
+  return s;
+}
+
+namespace {
+
+nlohmann::json StatsJson(const PdStats& p) {
+  return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max},
+          {"count", p.count}};
+}
+
+nlohmann::json PoolJson(const PoolSummary& p) {
+  return {{"kv_usage_mean", p.kv_usage_mean}, {"kv_usage_max", p.kv_usage_max},
+          {"requests", p.requests},           {"lookups", p.lookups},
+          {"query_tokens", p.query_tokens},   {"hit_tokens", p.hit_tokens},
+          {"hit_rate", p.hit_rate},           {"steps", p.steps},
+          {"preemptions", p.preemptions}};
+}
+
+std::string StatLine(const char* name, const PdStats& p) {
+  return fmt::format("  {:<22} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", name, p.mean, p.p50,
+                     p.p90, p.p99);
+}
+
+}  // namespace
+
+nlohmann::json ClusterSummaryToJson(const ClusterSummary& s) {
+  nlohmann::json links = nlohmann::json::array();
+  for (const auto& l : s.links) {
+    links.push_back({{"link", l.name},
+                     {"capacity_gbytes_per_s", l.capacity_gbytes_per_s},
+                     {"bytes", l.bytes},
+                     {"utilisation", l.utilisation}});
+  }
+  return {{"requests", {{"arrived", s.arrived}, {"finished", s.finished},
+                        {"rejected", s.rejected}, {"unfinished", s.unfinished}}},
+          {"makespan_s", s.makespan_s},
+          {"output_throughput", s.output_throughput},
+          {"ttft_ms", StatsJson(s.ttft)},
+          {"ttft_split_ms", {{"queue", StatsJson(s.queue)}, {"prefill", StatsJson(s.prefill)},
+                             {"transfer", StatsJson(s.transfer)},
+                             {"first_decode", StatsJson(s.first_decode)}}},
+          {"wire_ms", StatsJson(s.wire)},
+          {"tpot_ms", StatsJson(s.tpot)},
+          {"e2e_ms", StatsJson(s.e2e)},
+          {"transfer", {{"requests", s.transferred_requests}, {"bytes", s.bytes},
+                        {"descriptors", s.descriptors},
+                        {"save_relayout_bytes", s.save_relayout_bytes},
+                        {"receive_relayout_bytes", s.receive_relayout_bytes},
+                        {"decode_hit_tokens", s.decode_hit_tokens}}},
+          {"prefill_pool", PoolJson(s.prefill_pool)},
+          {"decode_pool", PoolJson(s.decode_pool)},
+          {"links", links}};
+}
+
+std::string FormatClusterSummary(const ClusterSummary& s) {
+  std::string out = fmt::format(
+      "requests: {} arrived, {} finished, {} rejected, {} unfinished; makespan {:.2f} s, "
+      "{:.0f} output tok/s\n",
+      s.arrived, s.finished, s.rejected, s.unfinished, s.makespan_s, s.output_throughput);
+  out += fmt::format("  {:<22} {:>10} {:>10} {:>10} {:>10}\n", "latency (ms)", "mean", "p50",
+                     "p90", "p99");
+  out += StatLine("TTFT", s.ttft);
+  out += StatLine("  queue", s.queue);
+  out += StatLine("  prefill", s.prefill);
+  out += StatLine("  transfer", s.transfer);
+  out += StatLine("  first decode", s.first_decode);
+  out += StatLine("wire (in transfer)", s.wire);
+  out += StatLine("TPOT", s.tpot);
+  out += StatLine("E2E", s.e2e);
+  out += fmt::format(
+      "KV transfer: {} requests, {} over {} descriptors ({:.0f} per request); re-layout {} on "
+      "save, {} on receive; {} prompt tokens already on the decoder\n",
+      s.transferred_requests, HumanBytes(static_cast<double>(s.bytes)),
+      WithCommas(s.descriptors),
+      s.transferred_requests ? static_cast<double>(s.descriptors) /
+                                   static_cast<double>(s.transferred_requests)
+                             : 0.0,
+      HumanBytes(static_cast<double>(s.save_relayout_bytes)),
+      HumanBytes(static_cast<double>(s.receive_relayout_bytes)), WithCommas(s.decode_hit_tokens));
+  for (const PoolSummary* p : {&s.prefill_pool, &s.decode_pool}) {
+    std::string usage;
+    for (size_t i = 0; i < p->kv_usage_mean.size(); ++i) {
+      usage += fmt::format("{}{:.1f}/{:.1f}", i ? " " : "", 100.0 * p->kv_usage_mean[i],
+                           100.0 * p->kv_usage_max[i]);
+    }
+    out += fmt::format(
+        "{} pool: prefix hit rate {:.1f}% ({} of {} tokens, {} lookups), {} steps, {} "
+        "preemptions, KV usage mean/max % per instance: {}\n",
+        p->role, 100.0 * p->hit_rate, WithCommas(p->hit_tokens), WithCommas(p->query_tokens),
+        p->lookups, p->steps, p->preemptions, usage);
+  }
+  out += "links (utilisation over the makespan):\n";
+  for (size_t i = 0; i < s.links.size() && i < 6; ++i) {
+    const LinkSummary& l = s.links[i];
+    out += fmt::format("  {:<28} {:>6.1f}%  {} at {:.0f} GB/s\n", l.name, 100.0 * l.utilisation,
+                       HumanBytes(l.bytes), l.capacity_gbytes_per_s);
+  }
+  return out;
+}
+
+}  // namespace kvsim

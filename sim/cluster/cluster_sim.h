@@ -1,0 +1,179 @@
+// ClusterSim: a prefill/decode (P/D) disaggregated cluster on one simulated clock.
+//
+// Request flow (vLLM's NIXL P/D, reference §7.4):
+//   arrival → prefill router → a prefill instance runs the prompt (its own scheduler, prefix
+//   cache and step-time model; max_tokens = 1, as vLLM's P/D proxy sends it) → when the last
+//   prompt chunk's step ends the KV is ready; the prefill instance keeps the blocks until the
+//   decoder has read them → decode router → the decode instance reserves blocks for the whole
+//   prompt (its own prefix cache may already hold a prefix: only the rest is transferred)
+//   → save-side re-layout on the prefill GPU (if any) → descriptor posting → the bytes cross
+//   the topology as a flow sharing links max-min fairly with the other transfers → path
+//   latency → receive-side re-layout on the decode GPU (if any) → the request joins the
+//   decoder's running batch with every prompt token but the last computed (vLLM replays the
+//   last prompt token for logits), so its first decode step emits the first token.
+//
+// TTFT = queue (arrival → first prefill step) + prefill (→ KV ready on P) + transfer (→ KV
+// usable on D: waiting for decode blocks, re-layouts, posting, wire, latency) + first decode
+// (→ first token on D). The four parts add up exactly (tested).
+//
+// Each instance is the scheduler (sim/scheduler) over its own KvCacheManager (core) with
+// the pool's plan, priced by the pool's CostModel. ClusterSim owns the instances, the flow
+// network, the routers and the workload; everything is deterministic for a scenario + seed.
+// Deviations from vLLM, on purpose: decode-side blocks are reserved outside the scheduler's
+// token budget (vLLM admits WAITING_FOR_REMOTE_KVS requests through the waiting queue) and
+// cached at reservation, not after the load; save-side re-layout does not contend with the
+// prefill GPU's steps.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/cluster/cluster_setup.h"
+#include "sim/cluster/flow_network.h"
+#include "sim/cluster/router.h"
+#include "sim/event.h"
+#include "sim/scenario/scenario.h"
+#include "sim/workload/i_workload.h"
+
+namespace kvsim {
+
+struct PdRecord {
+  int64_t id = 0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  int prefill_instance = -1;
+  int decode_instance = -1;
+  Tick arrival = 0;
+  Tick prefill_start = -1;  // first prefill step scheduled
+  Tick prefill_end = -1;    // KV complete on the prefill instance
+  Tick reserved = -1;       // decode blocks reserved
+  Tick wire_start = -1;     // bytes start to move (after save re-layout and posting)
+  Tick wire_end = -1;       // last byte delivered
+  Tick kv_ready = -1;       // after latency and receive re-layout: usable on decode
+  Tick first_token = -1;
+  Tick finish = -1;
+  int64_t prefill_hit_tokens = 0;
+  int64_t decode_hit_tokens = 0;
+  int64_t transfer_tokens = 0;
+  int64_t descriptors = 0;
+  int64_t bytes = 0;
+  int64_t save_relayout_bytes = 0;
+  int64_t receive_relayout_bytes = 0;
+  int transfers = 0;  // how many times this request's KV moved (must be 1)
+  bool rejected = false;
+  bool arrived = false;
+};
+
+struct PdStats {  // over finished requests, milliseconds
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+  int64_t count = 0;
+};
+
+struct PoolSummary {
+  std::string role;
+  std::vector<double> kv_usage_mean;  // per instance, time-weighted over the makespan
+  std::vector<double> kv_usage_max;
+  std::vector<int64_t> requests;      // per instance
+  int64_t lookups = 0, query_tokens = 0, hit_tokens = 0;
+  double hit_rate = 0;  // hit_tokens / query_tokens over every lookup of the pool
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+};
+
+struct LinkSummary {
+  std::string name;  // "a->b"
+  double capacity_gbytes_per_s = 0;
+  double bytes = 0;
+  double utilisation = 0;  // bytes / (capacity × makespan)
+};
+
+struct ClusterSummary {
+  int64_t arrived = 0, finished = 0, rejected = 0, unfinished = 0;
+  double makespan_s = 0;
+  PdStats ttft, queue, prefill, transfer, first_decode, tpot, e2e;
+  PdStats wire;  // wire_end − wire_start
+  int64_t transferred_requests = 0;
+  int64_t bytes = 0, descriptors = 0, save_relayout_bytes = 0, receive_relayout_bytes = 0;
+  int64_t decode_hit_tokens = 0;  // prompt tokens the decoders already held
+  double output_throughput = 0;   // tokens / s
+  PoolSummary prefill_pool, decode_pool;
+  std::vector<LinkSummary> links;  // every directed link that carried bytes, busiest first
+};
+
+class ClusterSim {
+ public:
+  // Builds the setup, the instances, routers and the workload. Bad input → Status.
+  static Result<std::unique_ptr<ClusterSim>> Create(const Scenario& sc);
+  // Same, with requests given directly instead of the scenario's workload (tests).
+  static Result<std::unique_ptr<ClusterSim>> Create(const Scenario& sc,
+                                                    std::unique_ptr<IWorkload> workload);
+  ~ClusterSim();
+
+  void Run();
+  ClusterSummary Summary() const;
+  const std::vector<PdRecord>& records() const { return records_; }
+  const ClusterSetup& setup() const { return setup_; }
+  const std::string& workload_description() const { return workload_desc_; }
+  // Checks every instance's KV manager invariants and that no transfer is lost.
+  void CheckInvariants() const;
+
+ private:
+  class Instance;
+  struct Transfer;
+  enum class Ev : int { kStepEnd = 0, kKvReady = 1, kWireStart = 2, kArrival = 3, kSchedule = 4 };
+  struct Event {
+    Ev kind;
+    int64_t a = 0;  // instance index (global) or request id
+  };
+
+  ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload);
+  Status Init();
+  void Push(Tick t, Ev kind, int64_t a);
+  void PullOpenLoop();
+  void OnArrival(int64_t id);
+  void OnPrefillDone(int p, int64_t id);
+  void TryReserve(int d);
+  void OnWireStart(int64_t id);
+  void OnWireEnd(int64_t flow);
+  void OnKvReady(int64_t id);
+  void OnFinished(int d, int64_t id, int64_t outputs);
+  void Reject(int64_t id);
+  void RequestSchedule(int inst);
+  std::vector<InstanceLoad> Loads(bool prefill) const;
+  std::vector<BlockHash> RouteHashes(const RequestSpec& spec) const;
+
+  Scenario sc_;
+  ClusterSetup setup_;
+  std::unique_ptr<IWorkload> workload_;
+  std::string workload_desc_;
+  std::vector<std::unique_ptr<Instance>> inst_;  // prefill instances, then decode instances
+  int num_prefill_ = 0;
+  std::unique_ptr<Router> prefill_router_;
+  std::unique_ptr<Router> decode_router_;
+  FlowNetwork net_;
+  std::map<std::pair<Tick, std::pair<int, uint64_t>>, Event> queue_;
+  uint64_t seq_ = 0;
+  std::map<int64_t, RequestSpec> specs_;  // live requests' specs (prompts)
+  std::map<int64_t, Transfer> transfers_;  // by request id
+  std::map<int64_t, int64_t> flow_to_request_;
+  std::vector<PdRecord> records_;
+  bool open_loop_done_ = false;
+  Tick now_ = 0;
+  Tick stop_at_ = -1;
+  Tick first_arrival_ = -1;
+  Tick last_finish_ = 0;
+  int64_t hash_block_ = 16;
+  double flow_cap_ = 0;  // bytes per ns; 0 = none
+  std::vector<RequestSpec> follow_buf_;
+};
+
+nlohmann::json ClusterSummaryToJson(const ClusterSummary& s);
+std::string FormatClusterSummary(const ClusterSummary& s);
+
+}  // namespace kvsim

@@ -1,0 +1,105 @@
+// Engine: one simulated vLLM instance = scheduler + KV cache manager + step-time model,
+// driven by a workload through the event queue.
+//
+// Lifecycle: Create() (plan the KV cache, build the manager, cost model and workload; bad
+// input comes back as a Status) → optional SetTrace() → Run() (until the workload is drained
+// or run.max_sim_seconds) → Summary()/metrics(). An Engine runs once.
+//
+// Event handling (kinds and their order at equal ticks are in sim/event.h):
+//   kArrival   the request joins WAITING (or is rejected: prompt ≥ max_model_len, or more
+//              blocks than the whole cache); the next open-loop arrival is pulled lazily.
+//   kSchedule  when no step is in flight: Schedule() (a pure step over the queues and the
+//              KV allocator) → the cost model prices the batch → kStepEnd at now + time.
+//   kStepEnd   every scheduled request whose known tokens are all computed emits tokens:
+//              1 + accepted drafts (each draft accepted with spec.acceptance_rate, stopping
+//              at the first rejection; rejected drafts are rolled back). Accepted tokens are
+//              appended to the KV manager (so decode blocks get hashed and cached). Finished
+//              requests free their blocks, the workload may add follow-ups, and the next
+//              step is scheduled at the same tick.
+// The engine is single-threaded and deterministic: all randomness comes from the scenario
+// seed (workload and acceptance streams are forked from it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cost_model.h"
+#include "core/kv_cache_manager.h"
+#include "sim/event_queue.h"
+#include "sim/kv_adapter.h"
+#include "sim/metrics.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scheduler/scheduler.h"
+#include "sim/trace_export.h"
+#include "sim/workload/i_workload.h"
+
+namespace kvsim {
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> Create(const Scenario& scenario);
+  ~Engine();
+
+  // Records a Chrome trace while running (not owned; must outlive Run()).
+  void SetTrace(TraceRecorder* trace) { trace_ = trace; }
+  void Run();
+
+  RunSummary Summary() const;
+  const Metrics& metrics() const { return metrics_; }
+  const KvCachePlan& plan() const { return plan_; }
+  const Scenario& scenario() const { return sc_; }
+  const std::string& workload_description() const { return workload_desc_; }
+  const std::string& workload_note() const { return workload_note_; }
+  Tick now() const { return now_; }
+
+ private:
+  struct Live {
+    SimRequest req;
+    RequestSpec spec;
+    Tick last_emit = -1;
+  };
+
+  Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig& kv_config,
+         std::unique_ptr<IWorkload> workload);
+  void PullOpenLoop();
+  void OnArrival(int64_t id);
+  void OnSchedule();
+  void OnStepEnd();
+  void Finish(Live& l);
+  void Reject(Live& l);
+  void RequestSchedule();
+
+  Scenario sc_;
+  KvCachePlan plan_;
+  KvCacheManager mgr_;
+  KvAdapter adapter_;
+  CostModel cost_;
+  SchedulerParams params_;
+  SchedulerState state_;
+  EventQueue queue_;
+  std::unique_ptr<IWorkload> workload_;
+  std::string workload_desc_, workload_note_;
+  Metrics metrics_;
+  Rng accept_rng_;
+  TraceRecorder* trace_ = nullptr;
+
+  std::vector<std::unique_ptr<Live>> live_;  // by request id; null once finished
+  std::unordered_map<int64_t, RequestSpec> arriving_;  // specs of pushed arrival events
+  bool open_loop_done_ = false;
+  bool step_in_flight_ = false;
+  bool schedule_pending_ = false;
+  StepPlan step_;
+  Tick step_start_ = 0;
+  Tick now_ = 0;
+  Tick stop_at_ = -1;
+  int64_t num_spec_ = 0;      // drafts per step (cache.num_speculative_tokens)
+  int64_t max_model_len_ = 0;
+  std::vector<TokenId> token_buf_;
+  std::vector<RequestSpec> follow_buf_;
+};
+
+}  // namespace kvsim

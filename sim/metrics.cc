@@ -1,0 +1,151 @@
+#include "sim/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvsim {
+namespace {
+
+// Bucket b covers [base^b, base^(b+1)) ticks with base = 1.01; values below 1 go to bucket 0.
+constexpr double kLogBase = 0.00995033085316809;  // ln(1.01)
+
+Percentiles Exact(std::vector<double> v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  auto rank = [&](double q) {
+    size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
+  };
+  p.count = static_cast<int64_t>(v.size());
+  p.mean = sum / static_cast<double>(v.size());
+  p.p50 = rank(0.50);
+  p.p90 = rank(0.90);
+  p.p99 = rank(0.99);
+  p.max = v.back();
+  return p;
+}
+
+double Ms(Tick t) { return static_cast<double>(t) / 1e6; }
+
+}  // namespace
+
+int LogHistogram::Bucket(Tick v) {
+  if (v < 1) return 0;
+  return 1 + static_cast<int>(std::floor(std::log(static_cast<double>(v)) / kLogBase));
+}
+
+double LogHistogram::BucketValue(int b) {
+  if (b == 0) return 0;
+  // Geometric middle of the bucket.
+  return std::exp((static_cast<double>(b - 1) + 0.5) * kLogBase);
+}
+
+void LogHistogram::Add(Tick v) {
+  const int b = Bucket(v);
+  if (static_cast<size_t>(b) >= counts_.size()) counts_.resize(static_cast<size_t>(b) + 1, 0);
+  ++counts_[static_cast<size_t>(b)];
+  sum_ += static_cast<double>(v);
+  ++n_;
+  max_ = std::max(max_, v);
+}
+
+Percentiles LogHistogram::Summarize() const {
+  Percentiles p;
+  if (n_ == 0) return p;
+  p.count = n_;
+  p.mean = sum_ / static_cast<double>(n_);
+  p.max = static_cast<double>(max_);
+  auto q = [&](double f) {
+    const int64_t target = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(f * n_)));
+    int64_t acc = 0;
+    for (size_t b = 0; b < counts_.size(); ++b) {
+      acc += counts_[b];
+      if (acc >= target) return std::min(BucketValue(static_cast<int>(b)), p.max);
+    }
+    return p.max;
+  };
+  p.p50 = q(0.5);
+  p.p90 = q(0.9);
+  p.p99 = q(0.99);
+  return p;
+}
+
+void Metrics::StepEnd(Tick start, Tick end, double usage, int64_t running, int64_t waiting) {
+  ++steps_;
+  busy_ += end - start;
+  if (last_step_end_ >= 0) usage_integral_ += last_usage_ * static_cast<double>(end - last_step_end_);
+  last_step_end_ = end;
+  last_usage_ = usage;
+  usage_max_ = std::max(usage_max_, usage);
+  if (end >= next_sample_) {
+    kv_series_.push_back({end, usage, running, waiting});
+    next_sample_ = (end / kv_interval_ + 1) * kv_interval_;
+  }
+}
+
+RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
+                              int64_t padding_bytes_total) const {
+  RunSummary s;
+  std::vector<double> ttft, tpot, e2e, queue;
+  Tick first_arrival = -1, last_finish = 0;
+  for (const RequestRecord& r : records_) {
+    ++s.requests_arrived;
+    if (first_arrival < 0 || r.arrival < first_arrival) first_arrival = r.arrival;
+    if (r.rejected) {
+      ++s.requests_rejected;
+      continue;
+    }
+    if (r.finish < 0) {
+      ++s.requests_unfinished;
+      continue;
+    }
+    ++s.requests_finished;
+    last_finish = std::max(last_finish, r.finish);
+    s.prompt_tokens += r.prompt_tokens;
+    s.output_tokens += r.output_tokens;
+    s.hit_tokens += r.cached_tokens;
+    ttft.push_back(Ms(r.first_token - r.arrival));
+    e2e.push_back(Ms(r.finish - r.arrival));
+    queue.push_back(Ms(r.first_scheduled - r.arrival));
+    if (r.output_tokens > 1) {
+      tpot.push_back(Ms(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1));
+    }
+  }
+  s.ttft_ms = Exact(ttft);
+  s.tpot_ms = Exact(tpot);
+  s.e2e_ms = Exact(e2e);
+  s.queue_ms = Exact(queue);
+  Percentiles itl = itl_.Summarize();
+  s.itl_ms = {Ms(static_cast<Tick>(itl.mean)), itl.p50 / 1e6, itl.p90 / 1e6, itl.p99 / 1e6,
+              itl.max / 1e6, itl.count};
+  s.itl_ms.mean = itl.mean / 1e6;
+  s.prefix_hit_rate =
+      s.prompt_tokens > 0 ? static_cast<double>(s.hit_tokens) / static_cast<double>(s.prompt_tokens) : 0;
+  s.lookups = lookups_;
+  s.lookup_query_tokens = lookup_query_;
+  s.lookup_hit_tokens = lookup_hit_;
+  s.preemptions = preemptions_;
+  s.steps = steps_;
+  s.computed_tokens = computed_tokens_;
+  const Tick t_end = s.requests_unfinished > 0 ? end : last_finish;
+  const Tick span = first_arrival >= 0 ? std::max<Tick>(1, t_end - first_arrival) : 1;
+  s.makespan_s = static_cast<double>(span) / 1e9;
+  s.busy_fraction = static_cast<double>(busy_) / static_cast<double>(span);
+  s.output_throughput = static_cast<double>(s.output_tokens) / s.makespan_s;
+  s.total_throughput = static_cast<double>(s.output_tokens + s.prompt_tokens) / s.makespan_s;
+  s.request_throughput = static_cast<double>(s.requests_finished) / s.makespan_s;
+  s.kv_usage_mean = usage_integral_ / static_cast<double>(span);
+  s.kv_usage_max = usage_max_;
+  s.kv_bytes_total = kv_bytes_total;
+  s.padding_bytes_total = padding_bytes_total;
+  s.padding_bytes_in_use_mean = s.kv_usage_mean * static_cast<double>(padding_bytes_total);
+  s.spec_acceptance = drafts_scheduled_ > 0 ? static_cast<double>(drafts_accepted_) /
+                                                  static_cast<double>(drafts_scheduled_)
+                                            : 0;
+  return s;
+}
+
+}  // namespace kvsim

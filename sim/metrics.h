@@ -1,0 +1,141 @@
+// Metrics of one simulation run: per-request latencies (TTFT, TPOT, ITL, end-to-end), the
+// prefix-cache hit rate in tokens, preemptions, throughput, KV usage over time and the bytes
+// the page plan loses to padding. The engine records raw events (arrival, first token, each
+// token emission, finish, step ends); Summarize() turns them into a RunSummary.
+//
+// Percentiles of per-request values (TTFT, TPOT, E2E) are exact (nearest rank over sorted
+// values). ITL — one value per token-emitting step per request, possibly tens of millions —
+// goes into a log-bucketed histogram with 1% relative resolution, so its percentiles are
+// within 1% of the exact ones. Everything is integer ticks or derived deterministically.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/event.h"
+
+namespace kvsim {
+
+struct RequestRecord {
+  int64_t id = 0;
+  int64_t group = -1;
+  int32_t turn = 0;
+  Tick arrival = 0;
+  Tick first_scheduled = -1;
+  Tick first_token = -1;
+  Tick finish = -1;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t cached_tokens = 0;  // prefix hit at first admission
+  int32_t preemptions = 0;
+  bool rejected = false;  // could never fit (prompt ≥ max_model_len or larger than the cache)
+};
+
+struct Percentiles {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+  int64_t count = 0;
+};
+
+// Log-bucketed histogram of non-negative tick values (1% relative resolution).
+class LogHistogram {
+ public:
+  void Add(Tick v);
+  Percentiles Summarize() const;  // in ticks
+
+ private:
+  static int Bucket(Tick v);
+  static double BucketValue(int b);
+  std::vector<int64_t> counts_;
+  double sum_ = 0;
+  int64_t n_ = 0;
+  Tick max_ = 0;
+};
+
+struct KvSample {
+  Tick tick = 0;
+  double usage = 0;  // vLLM's usage: 1 − free / (num_blocks − 1)
+  int64_t running = 0;
+  int64_t waiting = 0;
+};
+
+struct RunSummary {
+  int64_t requests_arrived = 0;
+  int64_t requests_finished = 0;
+  int64_t requests_rejected = 0;
+  int64_t requests_unfinished = 0;  // still queued/running when the run stopped
+  int64_t prompt_tokens = 0;        // Σ over finished requests
+  int64_t output_tokens = 0;
+  int64_t hit_tokens = 0;           // first-admission prefix hits, finished requests
+  double prefix_hit_rate = 0;       // hit_tokens / prompt_tokens
+  int64_t lookups = 0, lookup_query_tokens = 0, lookup_hit_tokens = 0;  // all lookups
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  int64_t computed_tokens = 0;      // tokens the engine computed (incl. recompute, drafts)
+  double makespan_s = 0;            // first arrival → last finish
+  double busy_fraction = 0;         // fraction of the makespan with a step in flight
+  double output_throughput = 0;     // output tokens / s
+  double total_throughput = 0;      // (prompt + output) tokens / s
+  double request_throughput = 0;    // finished requests / s
+  Percentiles ttft_ms, tpot_ms, itl_ms, e2e_ms, queue_ms;
+  double kv_usage_mean = 0;         // time-weighted over the makespan
+  double kv_usage_max = 0;
+  // Padding: bytes of the KV memory no layer's data uses (static), and their time-weighted
+  // share of the blocks in use.
+  int64_t kv_bytes_total = 0;
+  int64_t padding_bytes_total = 0;
+  double padding_bytes_in_use_mean = 0;
+  double spec_acceptance = 0;       // accepted drafts / scheduled drafts
+};
+
+class Metrics {
+ public:
+  explicit Metrics(Tick kv_sample_interval) : kv_interval_(kv_sample_interval) {}
+
+  RequestRecord& Arrive(int64_t id) {
+    if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
+    RequestRecord& r = records_[static_cast<size_t>(id)];
+    r.id = id;
+    return r;
+  }
+  RequestRecord& record(int64_t id) { return records_[static_cast<size_t>(id)]; }
+  const std::vector<RequestRecord>& records() const { return records_; }
+
+  // A token emission for a request at `now` (the previous emission was at `prev`, -1 if none).
+  void Emission(Tick prev, Tick now) {
+    if (prev >= 0) itl_.Add(now - prev);
+  }
+  // After each step: the step's span and the pool state.
+  void StepEnd(Tick start, Tick end, double usage, int64_t running, int64_t waiting);
+  void SpecDrafts(int64_t scheduled, int64_t accepted) {
+    drafts_scheduled_ += scheduled;
+    drafts_accepted_ += accepted;
+  }
+  void Preemption() { ++preemptions_; }
+  void Computed(int64_t tokens) { computed_tokens_ += tokens; }
+  void Lookups(int64_t n, int64_t query, int64_t hit) {
+    lookups_ = n, lookup_query_ = query, lookup_hit_ = hit;
+  }
+
+  RunSummary Summarize(Tick end, int64_t kv_bytes_total, int64_t padding_bytes_total) const;
+  const std::vector<KvSample>& kv_series() const { return kv_series_; }
+
+ private:
+  std::vector<RequestRecord> records_;
+  LogHistogram itl_;
+  Tick kv_interval_;
+  Tick next_sample_ = 0;
+  std::vector<KvSample> kv_series_;
+  double usage_integral_ = 0;  // Σ usage × step duration (ticks)
+  Tick last_step_end_ = -1;
+  double last_usage_ = 0;
+  double usage_max_ = 0;
+  Tick busy_ = 0;
+  int64_t steps_ = 0;
+  int64_t preemptions_ = 0;
+  int64_t computed_tokens_ = 0;
+  int64_t drafts_scheduled_ = 0, drafts_accepted_ = 0;
+  int64_t lookups_ = 0, lookup_query_ = 0, lookup_hit_ = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,183 @@
+#include "sim/metrics_output.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kvsim {
+namespace {
+
+nlohmann::ordered_json P(const Percentiles& p) {
+  return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90},
+          {"p99", p.p99},   {"max", p.max}, {"count", p.count}};
+}
+
+std::string G(double v) { return fmt::format("{:.6g}", v); }
+
+}  // namespace
+
+nlohmann::ordered_json SummaryToJson(const RunSummary& s) {
+  nlohmann::ordered_json j;
+  j["requests"] = {{"arrived", s.requests_arrived},
+                   {"finished", s.requests_finished},
+                   {"rejected", s.requests_rejected},
+                   {"unfinished", s.requests_unfinished}};
+  j["tokens"] = {{"prompt", s.prompt_tokens},
+                 {"output", s.output_tokens},
+                 {"prefix_hit", s.hit_tokens},
+                 {"computed", s.computed_tokens}};
+  j["prefix_hit_rate"] = s.prefix_hit_rate;
+  j["prefix_cache_lookups"] = {{"lookups", s.lookups},
+                               {"query_tokens", s.lookup_query_tokens},
+                               {"hit_tokens", s.lookup_hit_tokens}};
+  j["preemptions"] = s.preemptions;
+  j["steps"] = s.steps;
+  j["makespan_s"] = s.makespan_s;
+  j["busy_fraction"] = s.busy_fraction;
+  j["throughput"] = {{"output_tokens_per_s", s.output_throughput},
+                     {"total_tokens_per_s", s.total_throughput},
+                     {"requests_per_s", s.request_throughput}};
+  j["ttft_ms"] = P(s.ttft_ms);
+  j["tpot_ms"] = P(s.tpot_ms);
+  j["itl_ms"] = P(s.itl_ms);
+  j["e2e_ms"] = P(s.e2e_ms);
+  j["queue_ms"] = P(s.queue_ms);
+  j["kv_usage"] = {{"mean", s.kv_usage_mean}, {"max", s.kv_usage_max}};
+  j["padding"] = {{"kv_bytes_total", s.kv_bytes_total},
+                  {"padding_bytes_total", s.padding_bytes_total},
+                  {"padding_bytes_in_use_mean", s.padding_bytes_in_use_mean}};
+  j["spec_acceptance"] = s.spec_acceptance;
+  return j;
+}
+
+nlohmann::ordered_json RunToJson(const Engine& e, const Labels& labels) {
+  const Scenario& sc = e.scenario();
+  const KvCachePlan& plan = e.plan();
+  nlohmann::ordered_json j;
+  j["scenario"] = sc.name;
+  j["source"] = sc.source;
+  j["seed"] = sc.seed;
+  nlohmann::ordered_json pt = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : labels) pt[k] = v;
+  j["point"] = pt;
+  j["model"] = sc.model.name;
+  j["hardware"] = {{"name", sc.sim.hardware.name}, {"source", sc.sim.hardware_source}};
+  j["workload"] = e.workload_description();
+  if (!e.workload_note().empty()) j["workload_note"] = e.workload_note();
+  j["plan"] = {{"attn_block_size", plan.attn_block_size},
+               {"mamba_block_size", plan.mamba_block_size},
+               {"attn_pack_size", plan.config.attn_pack_size},
+               {"num_blocks", plan.num_blocks},
+               {"block_bytes", plan.block_bytes},
+               {"kv_bytes", plan.total_bytes()},
+               {"padding_fraction", plan.padding_fraction()},
+               {"kv_cache_size_tokens", plan.kv_cache_size_tokens}};
+  j["summary"] = SummaryToJson(e.Summary());
+  nlohmann::ordered_json series = nlohmann::ordered_json::array();
+  for (const KvSample& s : e.metrics().kv_series()) {
+    series.push_back({static_cast<double>(s.tick) / 1e9, s.usage, s.running, s.waiting});
+  }
+  j["kv_usage_series"] = {{"columns", {"t_s", "usage", "running", "waiting"}}, {"rows", series}};
+  return j;
+}
+
+Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Error("io_error", dir + ": cannot create directory: " + ec.message());
+  {
+    std::ofstream f(dir + "/metrics.json", std::ios::binary);
+    if (!f) return Status::Error("io_error", dir + "/metrics.json: cannot write");
+    f << RunToJson(e, labels).dump(2) << "\n";
+  }
+  std::ofstream f(dir + "/requests.csv", std::ios::binary);
+  if (!f) return Status::Error("io_error", dir + "/requests.csv: cannot write");
+  f << "id,group,turn,arrival_ms,first_scheduled_ms,first_token_ms,finish_ms,prompt_tokens,"
+       "output_tokens,cached_tokens,preemptions,status\n";
+  auto ms = [](Tick t) { return t < 0 ? std::string() : fmt::format("{:.6f}", t / 1e6); };
+  for (const RequestRecord& r : e.metrics().records()) {
+    const char* status = r.rejected ? "rejected" : r.finish >= 0 ? "finished" : "unfinished";
+    f << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.group, r.turn, ms(r.arrival),
+                     ms(r.first_scheduled), ms(r.first_token), ms(r.finish), r.prompt_tokens,
+                     r.output_tokens, r.cached_tokens, r.preemptions, status);
+  }
+  if (!f) return Status::Error("io_error", dir + "/requests.csv: write failed");
+  return Status::Ok();
+}
+
+const std::vector<std::string>& SweepMetricColumns() {
+  static const std::vector<std::string> kCols = {
+      "attn_block_size", "num_blocks",       "padding_pct",     "finished",
+      "rejected",        "prefix_hit_rate",  "ttft_mean_ms",    "ttft_p50_ms",
+      "ttft_p90_ms",     "ttft_p99_ms",      "tpot_mean_ms",    "tpot_p90_ms",
+      "itl_p50_ms",      "itl_p99_ms",       "e2e_mean_ms",     "e2e_p99_ms",
+      "output_tok_s",    "total_tok_s",      "requests_s",      "preemptions",
+      "kv_usage_mean",   "kv_usage_max",     "padding_gib_in_use", "makespan_s",
+      "steps"};
+  return kCols;
+}
+
+std::vector<std::string> SweepMetricValues(const Engine& e, const RunSummary& s) {
+  const KvCachePlan& p = e.plan();
+  return {std::to_string(p.attn_block_size),
+          std::to_string(p.num_blocks),
+          G(100.0 * p.padding_fraction()),
+          std::to_string(s.requests_finished),
+          std::to_string(s.requests_rejected),
+          G(s.prefix_hit_rate),
+          G(s.ttft_ms.mean),
+          G(s.ttft_ms.p50),
+          G(s.ttft_ms.p90),
+          G(s.ttft_ms.p99),
+          G(s.tpot_ms.mean),
+          G(s.tpot_ms.p90),
+          G(s.itl_ms.p50),
+          G(s.itl_ms.p99),
+          G(s.e2e_ms.mean),
+          G(s.e2e_ms.p99),
+          G(s.output_throughput),
+          G(s.total_throughput),
+          G(s.request_throughput),
+          std::to_string(s.preemptions),
+          G(s.kv_usage_mean),
+          G(s.kv_usage_max),
+          G(s.padding_bytes_in_use_mean / (1024.0 * 1024.0 * 1024.0)),
+          G(s.makespan_s),
+          std::to_string(s.steps)};
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string FormatRunTable(const std::string& title, const std::vector<TableRow>& rows) {
+  size_t w = 5;
+  for (const auto& r : rows) w = std::max(w, r.label.size());
+  std::string out = title + "\n";
+  out += fmt::format("  {:<{}}  {:>6}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}  {:>8}  {:>7}  {:>8}\n",
+                     "point", w, "block", "hit rate", "TTFT ms", "TTFT p90", "TPOT ms",
+                     "out tok/s", "preempt", "KV use", "pad MiB");
+  for (const auto& r : rows) {
+    if (!r.ok) {
+      out += fmt::format("  {:<{}}  error: {}\n", r.label, w, r.error);
+      continue;
+    }
+    const RunSummary& s = r.summary;
+    out += fmt::format(
+        "  {:<{}}  {:>6}  {:>7.1f}%  {:>9.1f}  {:>9.1f}  {:>9.2f}  {:>10.0f}  {:>8}  {:>6.1f}%  "
+        "{:>8.1f}\n",
+        r.label, w, r.block_size, 100.0 * s.prefix_hit_rate, s.ttft_ms.mean, s.ttft_ms.p90,
+        s.tpot_ms.mean, s.output_throughput, s.preemptions, 100.0 * s.kv_usage_mean,
+        s.padding_bytes_in_use_mean / (1024.0 * 1024.0));
+  }
+  return out;
+}
+
+}  // namespace kvsim

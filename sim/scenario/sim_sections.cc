@@ -1,0 +1,303 @@
+#include "sim/scenario/sim_sections.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "sim/embedded_data.h"
+#include "sim/scenario/scenario.h"
+
+namespace kvsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kHardwareDir = "scenarios/hardware/";
+constexpr const char* kBuiltIn = "<built-in>/";
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A relative path in `node`'s file is taken relative to that file's directory when it
+// exists there, else relative to the working directory.
+std::string ResolveRelative(const std::string& path, const SourcePos& pos) {
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  if (!pos.file.empty() && pos.file.rfind(kBuiltIn, 0) != 0 && pos.file.rfind("--set", 0) != 0) {
+    const fs::path candidate = fs::path(pos.file).parent_path() / path;
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
+  }
+  return path;
+}
+
+LengthDist ParseLength(ConfigReader& parent, const std::string& key, const LengthDist& def,
+                       const std::string& help) {
+  LengthDist d = def;
+  ConfigReader r = parent.Map(key, help + ": {dist, mean, cv, min, max}");
+  d.dist = r.Choice("dist", def.dist, {"fixed", "uniform", "exponential", "lognormal", "normal"},
+                    "distribution; uniform draws from [min, max]");
+  d.mean = r.Double("mean", def.mean, "mean tokens", 0);
+  d.cv = r.Double("cv", def.cv, "coefficient of variation (lognormal, normal)", 0, 100);
+  d.min = r.Int("min", def.min, "smallest value (draws are clamped)", 0);
+  d.max = r.Int("max", def.max, "largest value (draws are clamped)", 1);
+  if (d.min > d.max) r.Error("min", "bad_value", "min is larger than max");
+  if (d.dist != "uniform" && d.mean <= 0 && !r.describing() && r.present()) {
+    r.Error("mean", "bad_value", "a " + d.dist + " length needs mean > 0");
+  }
+  r.Finish();
+  return d;
+}
+
+void ParseHardwareKeys(ConfigReader& r, HardwareSpec& h) {
+  h.name = r.String("name", h.name, "GPU name shown in reports");
+  h.dense_tflops_bf16 =
+      r.Double("dense_tflops_bf16", h.dense_tflops_bf16, "dense BF16 tensor TFLOP/s", 1e-3);
+  h.dense_tflops_fp8 =
+      r.Double("dense_tflops_fp8", h.dense_tflops_fp8, "dense FP8 tensor TFLOP/s", 1e-3);
+  h.hbm_bandwidth_gbps =
+      r.Double("hbm_bandwidth_gbps", h.hbm_bandwidth_gbps, "HBM bandwidth, GB/s (1e9 B)", 1e-3);
+  h.hbm_capacity_bytes = r.Bytes("hbm_capacity_bytes", h.hbm_capacity_bytes, "HBM capacity");
+  h.interconnect_gbps = r.Double("interconnect_gbps", h.interconnect_gbps,
+                                 "NVLink GB/s per direction (TP all-reduce)", 1e-3);
+  h.mfu = r.Double("mfu", h.mfu, "achievable fraction of peak FLOP/s in GEMMs", 1e-4, 1);
+  h.mbu = r.Double("mbu", h.mbu, "achievable fraction of HBM bandwidth", 1e-4, 1);
+  h.attention_mfu = r.Double("attention_mfu", h.attention_mfu,
+                             "achievable fraction of peak FLOP/s in attention", 1e-4, 1);
+  h.step_overhead_us =
+      r.Double("step_overhead_us", h.step_overhead_us, "fixed cost per engine step, us", 0);
+  h.layer_overhead_us =
+      r.Double("layer_overhead_us", h.layer_overhead_us, "fixed cost per layer per step, us", 0);
+  h.seq_overhead_us = r.Double("seq_overhead_us", h.seq_overhead_us,
+                               "cost per scheduled sequence per step, us", 0);
+  h.allreduce_latency_us =
+      r.Double("allreduce_latency_us", h.allreduce_latency_us, "latency per all-reduce, us", 0);
+  h.mamba_flops_per_token_state_byte =
+      r.Double("mamba_flops_per_token_state_byte", h.mamba_flops_per_token_state_byte,
+               "recurrent-layer FLOPs per token per state byte", 0);
+}
+
+const std::string* FindHardwarePreset(const std::string& name, std::string* file) {
+  const std::string want = Lower(name);
+  for (const auto& f : EmbeddedDataFiles()) {
+    const std::string p = f.path;
+    if (p.rfind(kHardwareDir, 0) != 0 || p.size() < 5 || p.substr(p.size() - 5) != ".yaml") {
+      continue;
+    }
+    const std::string stem = p.substr(std::string(kHardwareDir).size(),
+                                      p.size() - std::string(kHardwareDir).size() - 5);
+    auto parsed = ParseYaml(f.content, p);
+    std::string preset_name = stem;
+    if (parsed.ok()) {
+      if (const ConfigNode* n = parsed.value().Find("name"); n && n->is_scalar()) {
+        preset_name = n->scalar;
+      }
+    }
+    if (Lower(stem) == want || Lower(preset_name) == want) {
+      *file = p;
+      return &f.content;
+    }
+  }
+  return nullptr;
+}
+
+void ParseHardware(ConfigReader& root, Scenario& sc) {
+  SimConfig& sim = sc.sim;
+  const std::string help = "GPU: preset, file (e.g. a calibration) and inline coefficients";
+  if (root.describing()) {
+    ConfigReader doc = root.Map("hardware", help);
+    doc.String("preset", "H100-SXM", "hardware preset: H100-SXM, H200, B200, A100-80G");
+    doc.String("file", "", "hardware YAML merged over the preset (same keys as this section)");
+    ParseHardwareKeys(doc, sim.hardware);
+    return;
+  }
+  const ConfigNode* node = root.Raw("hardware", "map", help);
+  if (node && !node->is_null() && !node->is_map()) {
+    root.Error("hardware", "wrong_type", "expected a map (preset, file, coefficients)");
+    return;
+  }
+  ConfigNode merged;
+  merged.kind = ConfigNode::Kind::kMap;
+  std::string preset = "H100-SXM";
+  const ConfigNode* preset_node = node ? node->Find("preset") : nullptr;
+  if (preset_node) {
+    if (!preset_node->is_scalar()) {
+      root.Error("hardware", "wrong_type", "preset: expected a preset name");
+      return;
+    }
+    preset = preset_node->scalar;
+  }
+  std::string preset_file;
+  const std::string* text = FindHardwarePreset(preset, &preset_file);
+  if (!text) {
+    const auto names = HardwarePresetNames();
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    const std::string near = ClosestMatch(preset, names);
+    root.errors()->list.push_back(
+        {"unknown_preset", (preset_node ? preset_node->pos.ToString() + ": " : std::string()) +
+                               "hardware.preset: unknown hardware preset \"" + preset + "\"" +
+                               (near.empty() ? "" : " (did you mean " + near + "?)") +
+                               "; known: " + list});
+    return;
+  }
+  auto base = ParseYaml(*text, std::string(kBuiltIn) + preset_file);
+  if (!base.ok()) {
+    root.errors()->list.push_back({base.status().code(), base.status().message()});
+    return;
+  }
+  merged.MergeFrom(base.value());
+  sim.hardware_source = "preset " + preset;
+  if (node) {
+    if (const ConfigNode* file = node->Find("file")) {
+      if (!file->is_scalar()) {
+        root.Error("hardware", "wrong_type", "file: expected a path");
+        return;
+      }
+      const std::string path = ResolveRelative(file->scalar, file->pos);
+      auto f = ParseYamlFile(path);
+      if (!f.ok()) {
+        root.errors()->list.push_back(
+            {f.status().code(), file->pos.ToString() + ": hardware.file: " + f.status().message()});
+        return;
+      }
+      if (!f.value().is_map()) {
+        root.errors()->list.push_back(
+            {"wrong_type", path + ": a hardware file must be a map of coefficients"});
+        return;
+      }
+      merged.MergeFrom(f.value());
+      sim.hardware_source += " + file " + path;
+    }
+    ConfigNode own = *node;
+    own.Erase("preset");
+    own.Erase("file");
+    if (!own.map.empty()) sim.hardware_source += " + inline";
+    merged.MergeFrom(own);
+  }
+  ConfigReader r(&merged, "hardware", root.errors());
+  ParseHardwareKeys(r, sim.hardware);
+  r.Finish();
+}
+
+void ParseWorkload(ConfigReader& root, Scenario& sc) {
+  WorkloadConfig& w = sc.sim.workload;
+  const bool all = root.describing();
+  ConfigReader r = root.Map("workload", "the requests the engine serves");
+  w.kind = r.Choice("kind", w.kind, {"shared_prefix", "multi_turn", "agent_tree", "trace"},
+                    "synthetic generator, or a trace file");
+  w.num_requests = r.Int("num_requests", w.num_requests,
+                         "cap on requests created, follow-ups included (0 = no cap)", 0);
+  w.duration_s = r.Double("duration_s", w.duration_s, "cap on arrival times, s (0 = none)", 0);
+  const bool trace = w.kind == "trace";
+  if (!trace || all) {
+    w.arrival = r.Choice("arrival", w.arrival, {"poisson", "gamma", "burst"},
+                         "arrival process of new requests/sessions/trees (burst: all at t=0)");
+    w.rate_per_s = r.Double("rate_per_s", w.rate_per_s, "mean arrivals per second", 1e-9);
+    w.gamma_cv = r.Double("gamma_cv", w.gamma_cv, "gamma arrivals: CV of inter-arrival times",
+                          1e-3, 100);
+    w.prompt_tokens = ParseLength(r, "prompt_tokens", w.prompt_tokens,
+                                  "unique prompt tokens per request (user message)");
+    w.output_tokens = ParseLength(r, "output_tokens", w.output_tokens, "output tokens");
+    w.vocab_size = r.Int("vocab_size", w.vocab_size, "token ids are drawn from [0, vocab)", 2);
+    ConfigReader sp = r.Map("system_prompt", "shared system prompts prepended to every prompt");
+    w.system_prompt.tokens = sp.Int("tokens", 0, "tokens per system prompt (0 = none)", 0);
+    w.system_prompt.count = sp.Int("count", 1, "distinct system prompts", 1, 1 << 20);
+    w.system_prompt.zipf_s = sp.Double("zipf_s", 0, "Zipf skew of prompt popularity", 0, 10);
+    sp.Finish();
+  }
+  if (w.kind == "multi_turn" || all) {
+    ConfigReader m = r.Map("multi_turn", "sessions: each turn extends the conversation so far");
+    w.multi_turn.turns = ParseLength(m, "turns", w.multi_turn.turns, "turns per session");
+    w.multi_turn.think_time_s =
+        m.Double("think_time_s", w.multi_turn.think_time_s, "mean think time, s", 0);
+    m.Finish();
+  }
+  if (w.kind == "agent_tree" || all) {
+    ConfigReader a = r.Map("agent_tree", "branching agent trees: children extend the parent");
+    w.agent_tree.depth = a.Int("depth", w.agent_tree.depth, "levels below the root", 0, 32);
+    w.agent_tree.branching = a.Int("branching", w.agent_tree.branching, "children per node", 1, 64);
+    w.agent_tree.tool_tokens =
+        ParseLength(a, "tool_tokens", w.agent_tree.tool_tokens, "tool output per child");
+    w.agent_tree.think_time_s =
+        a.Double("think_time_s", w.agent_tree.think_time_s, "mean delay before children, s", 0);
+    a.Finish();
+  }
+  if (trace || all) {
+    ConfigReader t = r.Map("trace", "trace workload: Mooncake JSONL, token JSONL or Azure CSV");
+    w.trace.path = t.String("path", "", "trace file (relative to the scenario or the cwd)");
+    w.trace.format = t.Choice("format", "auto", {"auto", "mooncake", "tokens", "azure"},
+                              "auto: by extension and first line");
+    w.trace.time_scale =
+        t.Double("time_scale", 1.0, "multiplies arrival times (0.5 = twice the rate)", 0);
+    w.trace.block_tokens = t.Int("block_tokens", 512, "Mooncake: tokens per hash_id", 1);
+    w.trace.required = t.Bool("required", false,
+                              "missing file is an error (false: fall back to the synthetic "
+                              "generator and say so)");
+    if (trace && !all && w.trace.path.empty()) {
+      t.Error("path", "missing_key", "a trace workload needs workload.trace.path");
+    }
+    t.Finish();
+  }
+  r.Finish();
+  w.scenario_dir.clear();
+  if (!sc.source.empty() && sc.source.rfind(kBuiltIn, 0) != 0) {
+    w.scenario_dir = fs::path(sc.source).parent_path().string();
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> HardwarePresetNames() {
+  std::vector<std::string> out;
+  for (const auto& f : EmbeddedDataFiles()) {
+    const std::string p = f.path;
+    if (p.rfind(kHardwareDir, 0) != 0 || p.size() < 5 || p.substr(p.size() - 5) != ".yaml") {
+      continue;
+    }
+    auto parsed = ParseYaml(f.content, p);
+    if (!parsed.ok()) continue;
+    if (const ConfigNode* n = parsed.value().Find("name"); n && n->is_scalar()) {
+      out.push_back(n->scalar);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void ParseSchedulerExtras(ConfigReader& s, Scenario& sc) {
+  SchedulerExtras& x = sc.sim.scheduler;
+  x.long_prefill_token_threshold = s.Int("long_prefill_token_threshold", 0,
+                                         "cap on one request's chunk per step (0 = off)", 0);
+  x.enable_chunked_prefill = s.Bool("enable_chunked_prefill", true, "chunked prefill");
+  x.policy = s.Choice("policy", "fcfs", {"fcfs", "priority"}, "scheduling policy");
+  x.full_sequence_must_fit =
+      s.Bool("full_sequence_must_fit", true,
+             "admit a request only if its whole prompt fits (scheduler_reserve_full_isl)");
+}
+
+void ParseSimSections(ConfigReader& root, Scenario& sc) {
+  ParseHardware(root, sc);
+  ParseWorkload(root, sc);
+  ConfigReader sp = root.Map("spec", "speculative decoding (with cache.num_speculative_tokens)");
+  sc.sim.spec.acceptance_rate = sp.Double(
+      "acceptance_rate", 0.7, "probability each draft token is accepted (i.i.d.)", 0, 1);
+  sc.sim.spec.method = sp.Choice("method", "mtp", {"mtp", "eagle", "draft", "dflash"},
+                                 "drafter kind: eagle/mtp drop a hit block; dflash +1 lookahead");
+  sp.Finish();
+  ConfigReader run = root.Map("run", "run limits and output");
+  sc.sim.run.max_sim_seconds =
+      run.Double("max_sim_seconds", 0, "stop at this simulated time, s (0 = until done)", 0);
+  sc.sim.run.trace_max_requests = run.Int(
+      "trace_max_requests", 2000, "request lifecycles kept in the --trace file", 0);
+  run.Finish();
+  ConfigReader m = root.Map("metrics", "metrics collection");
+  sc.sim.metrics.kv_sample_interval_ms = m.Double(
+      "kv_sample_interval_ms", 50, "KV-usage time series resolution, ms of sim time", 1e-3);
+  m.Finish();
+  root.Raw("sweep", "map",
+           "sweep points: key.path: [values] (cartesian product); zip: [{key: [..], ...}]");
+}
+
+}  // namespace kvsim

@@ -1,0 +1,327 @@
+#include "sim/sweep/sweep_runner.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "sim/scenario/scenario_loader.h"
+
+namespace kvsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string JoinCsv(const std::vector<std::string>& fields) {
+  std::string s;
+  for (size_t i = 0; i < fields.size(); ++i) s += (i ? "," : "") + CsvField(fields[i]);
+  return s;
+}
+
+// The point index of a CSV row (its first field), or -1.
+int64_t RowIndex(const std::string& row) {
+  const auto comma = row.find(',');
+  const std::string f = row.substr(0, comma);
+  char* end = nullptr;
+  const long long v = std::strtoll(f.c_str(), &end, 10);
+  return (!f.empty() && *end == '\0' && v >= 0) ? v : -1;
+}
+
+std::string FormatDuration(double s) {
+  const int64_t t = static_cast<int64_t>(s + 0.5);
+  return fmt::format("{}:{:02d}:{:02d}", t / 3600, static_cast<int>(t / 60 % 60),
+                     static_cast<int>(t % 60));
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Status::Error("io_error", tmp + ": cannot write");
+    f << content;
+    f.flush();
+    if (!f) return Status::Error("io_error", tmp + ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::Error("io_error", path + ": rename failed: " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+PointResult RunPoint(const SweepPoint& point, const std::string& source,
+                     const PointOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PointResult r;
+  r.index = point.index;
+  r.labels = point.labels;
+  auto sc = ParseScenario(point.tree, source);
+  if (!sc.ok()) {
+    r.status = sc.status();
+    return r;
+  }
+  auto engine = Engine::Create(sc.value());
+  if (!engine.ok()) {
+    r.status = engine.status();
+    return r;
+  }
+  Engine& e = *engine.value();
+  std::unique_ptr<TraceRecorder> trace;
+  if (!options.trace_path.empty()) {
+    trace = std::make_unique<TraceRecorder>(sc->sim.run.trace_max_requests);
+    e.SetTrace(trace.get());
+  }
+  e.Run();
+  r.summary = e.Summary();
+  r.block_size = e.plan().attn_block_size;
+  r.csv_values = SweepMetricValues(e, r.summary);
+  if (!options.out_dir.empty()) {
+    if (Status s = WriteRunOutputs(e, point.labels, options.out_dir); !s.ok()) r.status = s;
+  }
+  if (trace) {
+    if (Status s = trace->Write(options.trace_path); !s.ok()) r.status = s;
+  }
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
+               const std::function<PointOptions(const SweepPoint&)>& options,
+               const std::function<void(PointResult&&)>& done) {
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  auto worker = [&] {
+    while (true) {
+      const size_t i = next.fetch_add(1);
+      if (i >= points.size()) return;
+      PointResult r = RunPoint(points[i], source, options(points[i]));
+      std::lock_guard<std::mutex> lock(mu);
+      done(std::move(r));
+    }
+  };
+  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(points.size())));
+  if (jobs == 1) {
+    worker();
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+}
+
+std::string SweepCsvPath(const SweepOptions& o) {
+  if (o.shard_n <= 1) return (fs::path(o.out_dir) / "sweep.csv").string();
+  return (fs::path(o.out_dir) / fmt::format("sweep.shard-{}-of-{}.csv", o.shard_k, o.shard_n))
+      .string();
+}
+
+Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOptions& o,
+                std::ostream& log) {
+  if (o.shard_n < 1 || o.shard_k < 0 || o.shard_k >= o.shard_n) {
+    return Status::Error("bad_shard", fmt::format("--shard {}/{}: need 0 <= K < N", o.shard_k,
+                                                  o.shard_n));
+  }
+  auto keys = SweepKeys(tree);
+  if (!keys.ok()) return keys.status();
+  auto all = ExpandSweep(tree);
+  if (!all.ok()) return all.status();
+  std::vector<SweepPoint> mine;
+  for (auto& p : all.value()) {
+    if (p.index % o.shard_n == o.shard_k) mine.push_back(std::move(p));
+  }
+  std::vector<std::string> header = {"point"};
+  header.insert(header.end(), keys->begin(), keys->end());
+  header.push_back("status");
+  for (const auto& c : SweepMetricColumns()) header.push_back(c);
+  const std::string header_line = JoinCsv(header) + "\n";
+
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec) return Status::Error("io_error", o.out_dir + ": cannot create: " + ec.message());
+  const std::string csv = SweepCsvPath(o);
+  const std::string journal = csv + ".journal";
+  const std::string fingerprint = fmt::format(
+      "# kvsim sweep journal {:016x} shard {}/{}\n", Fnv1a(ToYaml(tree)), o.shard_k, o.shard_n);
+
+  // Resume: rows already in the journal (complete lines only).
+  std::map<int64_t, std::string> rows;
+  if (fs::exists(journal)) {
+    std::ifstream f(journal, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string text = ss.str();
+    const size_t last_nl = text.rfind('\n');
+    const size_t keep = last_nl == std::string::npos ? 0 : last_nl + 1;
+    if (keep < text.size()) {
+      log << "sweep: dropping a torn last line from " << journal << "\n";
+      text.resize(keep);
+      fs::resize_file(journal, keep, ec);
+    }
+    if (text.rfind(fingerprint + header_line, 0) != 0) {
+      return Status::Error("journal_mismatch",
+                           journal + ": this journal belongs to a different sweep (scenario, "
+                                     "shard or columns changed); delete it or use another -o");
+    }
+    std::istringstream in(text.substr(fingerprint.size() + header_line.size()));
+    std::string line;
+    while (std::getline(in, line)) {
+      const int64_t idx = RowIndex(line);
+      if (idx >= 0) rows[idx] = line;
+    }
+    log << fmt::format("sweep: resuming, {} of {} points already done\n", rows.size(),
+                       mine.size());
+  } else {
+    std::ofstream f(journal, std::ios::binary);
+    f << fingerprint << header_line;
+    if (!f) return Status::Error("io_error", journal + ": cannot write");
+  }
+
+  std::vector<SweepPoint> todo;
+  for (auto& p : mine) {
+    if (!rows.count(p.index)) todo.push_back(std::move(p));
+  }
+  const bool partial = o.max_points > 0 && static_cast<int64_t>(todo.size()) > o.max_points;
+  if (partial) todo.resize(static_cast<size_t>(o.max_points));
+  const int fd = ::open(journal.c_str(), O_WRONLY | O_APPEND);
+  if (fd < 0) return Status::Error("io_error", journal + ": cannot open for appending");
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t finished = 0;
+  Status io;
+  const size_t total = todo.size();
+  RunPoints(
+      todo, source, o.jobs,
+      [&](const SweepPoint& p) {
+        PointOptions po;
+        if (o.per_point_outputs) {
+          po.out_dir = (fs::path(o.out_dir) / "points" / fmt::format("{:04d}", p.index)).string();
+        }
+        return po;
+      },
+      [&](PointResult&& r) {
+        std::vector<std::string> fields = {std::to_string(r.index)};
+        for (const auto& [k, v] : r.labels) fields.push_back(v);
+        if (r.status.ok()) {
+          fields.push_back("ok");
+          fields.insert(fields.end(), r.csv_values.begin(), r.csv_values.end());
+        } else {
+          std::string msg = r.status.message();
+          for (char& c : msg) {
+            if (c == '\n') c = ' ';
+          }
+          fields.push_back("error: " + msg);
+          fields.resize(header.size());
+        }
+        const std::string line = JoinCsv(fields) + "\n";
+        if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+            ::fsync(fd) != 0) {
+          io = Status::Error("io_error", journal + ": append failed");
+        }
+        rows[r.index] = line.substr(0, line.size() - 1);
+        ++finished;
+        const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double eta = finished > 0 ? el / static_cast<double>(finished) *
+                                              static_cast<double>(total - finished)
+                                        : 0;
+        if (o.progress_bar) {
+          const int width = 30;
+          const int fill = total ? static_cast<int>(width * finished / total) : width;
+          log << fmt::format("\r[{}{}] {}/{} points  elapsed {}  ETA {}   ",
+                             std::string(static_cast<size_t>(fill), '#'),
+                             std::string(static_cast<size_t>(width - fill), '.'), finished,
+                             total, FormatDuration(el), FormatDuration(eta))
+              << std::flush;
+        } else {
+          log << fmt::format("sweep: point {} done ({}/{}) {} [{}] {:.1f}s, ETA {}\n", r.index,
+                             finished, total, r.status.ok() ? "ok" : "error",
+                             SweepPoint{r.index, r.labels, {}}.Label(), r.wall_s,
+                             FormatDuration(eta));
+        }
+      });
+  ::close(fd);
+  if (o.progress_bar && total > 0) log << "\n";
+  if (!io.ok()) return io;
+  if (partial) {
+    log << fmt::format("sweep: stopped after {} points (--max-points); rerun to continue\n",
+                       total);
+    return Status::Ok();
+  }
+  std::string out = header_line;
+  for (const auto& [idx, line] : rows) out += line + "\n";
+  if (Status s = WriteFileAtomically(csv, out); !s.ok()) return s;
+  fs::remove(journal, ec);
+  log << fmt::format("sweep: {} points -> {}\n", rows.size(), csv);
+  return Status::Ok();
+}
+
+Status MergeSweepCsvs(const std::vector<std::string>& inputs, const std::string& out,
+                      std::ostream& log) {
+  if (inputs.empty()) return Status::Error("bad_args", "merge: no input CSVs");
+  std::string header;
+  std::map<int64_t, std::string> rows;
+  for (const auto& in : inputs) {
+    std::ifstream f(in, std::ios::binary);
+    if (!f) return Status::Error("missing_file", in + ": cannot read");
+    std::string line;
+    int64_t lineno = 0;
+    while (std::getline(f, line)) {
+      ++lineno;
+      if (lineno == 1) {
+        if (header.empty()) header = line;
+        if (line != header) {
+          return Status::Error("bad_merge", in + ": header differs from " + inputs[0] +
+                                                "'s; shards of one sweep share their columns");
+        }
+        continue;
+      }
+      if (line.empty()) continue;
+      const int64_t idx = RowIndex(line);
+      if (idx < 0) {
+        return Status::Error("bad_merge", fmt::format("{}:{}: not a sweep row", in, lineno));
+      }
+      auto [it, inserted] = rows.emplace(idx, line);
+      if (!inserted && it->second != line) {
+        return Status::Error("bad_merge", fmt::format("{}:{}: point {} appears twice with "
+                                                      "different results",
+                                                      in, lineno, idx));
+      }
+    }
+  }
+  std::string text = header + "\n";
+  int64_t expect = 0;
+  std::vector<int64_t> missing;
+  for (const auto& [idx, line] : rows) {
+    while (expect < idx) missing.push_back(expect++);
+    expect = idx + 1;
+    text += line + "\n";
+  }
+  if (!missing.empty()) {
+    std::string m;
+    for (size_t i = 0; i < missing.size() && i < 20; ++i) m += " " + std::to_string(missing[i]);
+    log << fmt::format("merge: warning: {} point(s) missing:{}{}\n", missing.size(), m,
+                       missing.size() > 20 ? " ..." : "");
+  }
+  if (Status s = WriteFileAtomically(out, text); !s.ok()) return s;
+  log << fmt::format("merge: {} rows from {} file(s) -> {}\n", rows.size(), inputs.size(), out);
+  return Status::Ok();
+}
+
+}  // namespace kvsim

@@ -1,0 +1,163 @@
+#include "sim/sweep/sweep_spec.h"
+
+namespace kvsim {
+namespace {
+
+struct Axis {
+  std::vector<std::string> keys;
+  std::vector<std::vector<const ConfigNode*>> values;  // values[i][k]: i-th value of key k
+  size_t size() const { return values.size(); }
+};
+
+Status AxisError(const SourcePos& pos, const std::string& msg) {
+  return Status::Error("bad_sweep", pos.ToString() + ": sweep: " + msg);
+}
+
+std::string ValueText(const ConfigNode& n) {
+  if (n.is_scalar()) return n.scalar;
+  return ToYaml(n);
+}
+
+Result<std::vector<Axis>> ReadAxes(const ConfigNode& sweep) {
+  std::vector<Axis> axes;
+  if (!sweep.is_map()) return AxisError(sweep.pos, "expected a map of key.path: [values]");
+  for (size_t i = 0; i < sweep.map.size(); ++i) {
+    const auto& [key, node] = sweep.map[i];
+    const SourcePos& kpos = sweep.key_pos[i];
+    if (key == "zip") {
+      std::vector<const ConfigNode*> groups;
+      if (node.is_map()) {
+        groups.push_back(&node);
+      } else if (node.is_seq()) {
+        for (const auto& g : node.seq) groups.push_back(&g);
+      } else {
+        return AxisError(kpos, "zip: expected a map or a list of maps of key.path: [values]");
+      }
+      for (const ConfigNode* g : groups) {
+        if (!g->is_map() || g->map.empty()) {
+          return AxisError(g->pos, "zip: each group is a map of key.path: [values]");
+        }
+        Axis a;
+        size_t n = 0;
+        for (size_t k = 0; k < g->map.size(); ++k) {
+          const auto& [zk, zv] = g->map[k];
+          if (!zv.is_seq() || zv.seq.empty()) {
+            return AxisError(g->key_pos[k], "zip: " + zk + ": expected a non-empty list");
+          }
+          if (k == 0) n = zv.seq.size();
+          if (zv.seq.size() != n) {
+            return AxisError(g->key_pos[k], "zip: " + zk + " has " +
+                                                std::to_string(zv.seq.size()) + " values but " +
+                                                g->map[0].first + " has " + std::to_string(n) +
+                                                "; zipped lists must have equal lengths");
+          }
+          a.keys.push_back(zk);
+        }
+        a.values.resize(n);
+        for (size_t v = 0; v < n; ++v) {
+          for (size_t k = 0; k < g->map.size(); ++k) a.values[v].push_back(&g->map[k].second.seq[v]);
+        }
+        axes.push_back(std::move(a));
+      }
+      continue;
+    }
+    if (!node.is_seq() || node.seq.empty()) {
+      return AxisError(kpos, key + ": expected a non-empty list of values");
+    }
+    Axis a;
+    a.keys.push_back(key);
+    for (const auto& v : node.seq) a.values.push_back({&v});
+    axes.push_back(std::move(a));
+  }
+  return axes;
+}
+
+}  // namespace
+
+std::string SweepPoint::Label() const {
+  std::string s;
+  for (const auto& [k, v] : labels) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s;
+}
+
+void SetAtPath(ConfigNode& root, const std::string& path, const ConfigNode& node) {
+  if (path == "model.preset") {
+    if (ConfigNode* m = root.Find("model")) {
+      for (const char* k : {"layers", "repeat", "name", "compute"}) m->Erase(k);
+    }
+  }
+  ConfigNode* cur = &root;
+  if (!cur->is_map()) cur->kind = ConfigNode::Kind::kMap;
+  size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (dot == std::string::npos) {
+      cur->Set(key, node, node.pos);
+      return;
+    }
+    ConfigNode* child = cur->Find(key);
+    if (!child || !child->is_map()) {
+      ConfigNode m;
+      m.kind = ConfigNode::Kind::kMap;
+      m.pos = node.pos;
+      child = &cur->Set(key, std::move(m), node.pos);
+    }
+    cur = child;
+    start = dot + 1;
+  }
+}
+
+Result<std::vector<std::string>> SweepKeys(const ConfigNode& tree) {
+  std::vector<std::string> keys;
+  const ConfigNode* sweep = tree.Find("sweep");
+  if (!sweep || sweep->is_null()) return keys;
+  auto axes = ReadAxes(*sweep);
+  if (!axes.ok()) return axes.status();
+  for (const Axis& a : axes.value()) keys.insert(keys.end(), a.keys.begin(), a.keys.end());
+  return keys;
+}
+
+Result<std::vector<SweepPoint>> ExpandSweep(const ConfigNode& tree) {
+  std::vector<SweepPoint> points;
+  const ConfigNode* sweep = tree.Find("sweep");
+  ConfigNode base = tree;
+  base.Erase("sweep");
+  if (!sweep || sweep->is_null()) {
+    points.push_back({0, {}, std::move(base)});
+    return points;
+  }
+  auto axes_r = ReadAxes(*sweep);
+  if (!axes_r.ok()) return axes_r.status();
+  const std::vector<Axis>& axes = axes_r.value();
+  size_t total = 1;
+  for (const Axis& a : axes) {
+    total *= a.size();
+    if (total > 1000000) {
+      return AxisError(sweep->pos, "more than 1,000,000 points; split the sweep");
+    }
+  }
+  std::vector<size_t> idx(axes.size(), 0);
+  for (size_t p = 0; p < total; ++p) {
+    // Mixed-radix digits of p, the last axis fastest.
+    size_t rem = p;
+    for (size_t a = axes.size(); a-- > 0;) {
+      idx[a] = rem % axes[a].size();
+      rem /= axes[a].size();
+    }
+    SweepPoint pt;
+    pt.index = static_cast<int64_t>(p);
+    pt.tree = base;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      for (size_t k = 0; k < axes[a].keys.size(); ++k) {
+        const ConfigNode& v = *axes[a].values[idx[a]][k];
+        SetAtPath(pt.tree, axes[a].keys[k], v);
+        pt.labels.emplace_back(axes[a].keys[k], ValueText(v));
+      }
+    }
+    points.push_back(std::move(pt));
+  }
+  return points;
+}
+
+}  // namespace kvsim

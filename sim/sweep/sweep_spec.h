@@ -1,0 +1,42 @@
+// Sweep expansion: a scenario's `sweep:` block turned into the list of points it describes.
+//
+//   sweep:
+//     cache.attn_pack_size: [1, 2, 4, 8]        # an axis: one key path, its values
+//     cache.kv_memory_bytes: [16GiB, 32GiB]
+//     zip:                                      # axes whose lists advance together
+//       - {cache.block_size: [16, 32], workload.rate_per_s: [10, 20]}
+//
+// Points are the cartesian product of the axes in file order, the last axis varying fastest
+// (nested loops); a zip group is one axis whose i-th value sets every key's i-th entry. Each
+// point's tree is the scenario tree without `sweep`, with the values set at their key paths
+// as `--set` would (keeping the sweep file's line numbers for error messages). Points are
+// numbered 0..N−1 in that order; the number is the point's identity in sweep CSVs, shards
+// and resumes.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/config/config_tree.h"
+
+namespace kvsim {
+
+struct SweepPoint {
+  int64_t index = 0;
+  std::vector<std::pair<std::string, std::string>> labels;  // key path → value, in axis order
+  ConfigNode tree;
+  std::string Label() const;  // "cache.attn_pack_size=2 cache.block_size=16"
+};
+
+// The sweep's key paths in column order (empty when there is no sweep).
+Result<std::vector<std::string>> SweepKeys(const ConfigNode& tree);
+
+// Every point (one point with no labels when the tree has no `sweep:`).
+Result<std::vector<SweepPoint>> ExpandSweep(const ConfigNode& tree);
+
+// Sets `node` at a dotted key path, creating maps on the way (the `--set` rule, including
+// that setting model.preset drops an inline model).
+void SetAtPath(ConfigNode& root, const std::string& path, const ConfigNode& node);
+
+}  // namespace kvsim

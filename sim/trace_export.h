@@ -1,0 +1,41 @@
+// TraceRecorder: a Chrome / Perfetto trace of one run (`kvsim run --trace out.json`), in the
+// Trace Event Format (JSON array of events; open in ui.perfetto.dev or chrome://tracing).
+//   process 1 "engine": one complete event per engine step (tokens, sequences, preemptions),
+//     counters for KV usage and the running/waiting queue lengths;
+//   process 2 "requests": one thread per request (the first `max_requests` by id) with its
+//     phases: queued (arrival → first scheduled), prefill (→ first token), decode (→ finish),
+//     and an instant event at each preemption.
+// Timestamps are microseconds with nanosecond decimals, printed from integer ticks, so the
+// file is byte-identical for the same scenario and seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "sim/event.h"
+
+namespace kvsim {
+
+class TraceRecorder {
+ public:
+  explicit TraceRecorder(int64_t max_requests) : max_requests_(max_requests) {}
+
+  void Step(Tick start, Tick end, int64_t tokens, int64_t seqs, int64_t new_admissions,
+            int64_t preempted);
+  void Counters(Tick t, double kv_usage, int64_t running, int64_t waiting);
+  void RequestPhase(int64_t id, const char* name, Tick begin, Tick end);
+  void RequestInstant(int64_t id, const char* name, Tick t);
+  bool keeps(int64_t id) const { return id < max_requests_; }
+
+  Status Write(const std::string& path) const;
+  const std::string& body() const { return body_; }
+
+ private:
+  void Sep();
+  int64_t max_requests_;
+  std::string body_;  // events, comma-separated
+  int64_t events_ = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,134 @@
+#include "sim/workload/synthetic_workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace kvsim {
+
+int64_t DrawLength(const LengthDist& d, Rng& rng) {
+  double v = d.mean;
+  if (d.dist == "uniform") {
+    v = static_cast<double>(d.min) + rng.Uniform() * static_cast<double>(d.max - d.min + 1);
+  } else if (d.dist == "exponential") {
+    v = rng.Exponential(d.mean);
+  } else if (d.dist == "lognormal") {
+    v = d.cv > 0 ? rng.LogNormal(d.mean, d.cv) : d.mean;
+  } else if (d.dist == "normal") {
+    v = d.mean + d.cv * d.mean * rng.Normal();
+  }
+  int64_t n = static_cast<int64_t>(std::floor(v));
+  n = std::clamp<int64_t>(n, std::max<int64_t>(1, d.min), std::max<int64_t>(1, d.max));
+  return n;
+}
+
+SyntheticWorkload::SyntheticWorkload(const WorkloadConfig& config, uint64_t seed)
+    : config_(config),
+      arrivals_(Rng(seed).Fork(1)),
+      lengths_(Rng(seed).Fork(2)),
+      tokens_(Rng(seed).Fork(3)),
+      sessions_(Rng(seed).Fork(4)) {
+  const SystemPromptConfig& sp = config_.system_prompt;
+  if (sp.tokens > 0) {
+    Rng sys = Rng(seed).Fork(5);
+    system_prompts_.resize(static_cast<size_t>(sp.count));
+    for (auto& p : system_prompts_) {
+      p.resize(static_cast<size_t>(sp.tokens));
+      for (TokenId& t : p) t = static_cast<TokenId>(sys.Below(static_cast<uint64_t>(config_.vocab_size)));
+    }
+    zipf_ = std::make_unique<ZipfTable>(sp.count, sp.zipf_s);
+  }
+}
+
+void SyntheticWorkload::AppendRandom(std::vector<TokenId>& out, int64_t n) {
+  const uint64_t vocab = static_cast<uint64_t>(config_.vocab_size);
+  for (int64_t i = 0; i < n; ++i) out.push_back(static_cast<TokenId>(tokens_.Below(vocab)));
+}
+
+void SyntheticWorkload::AppendSystemPrompt(std::vector<TokenId>& out) {
+  if (system_prompts_.empty()) return;
+  const auto& p = system_prompts_[static_cast<size_t>(zipf_->Draw(sessions_))];
+  out.insert(out.end(), p.begin(), p.end());
+}
+
+void SyntheticWorkload::AppendOutput(std::vector<TokenId>& prompt, const RequestSpec& spec,
+                                     int64_t n) const {
+  for (int64_t k = 0; k < n; ++k) {
+    prompt.push_back(OutputToken(spec.output_seed, k, config_.vocab_size));
+  }
+}
+
+RequestSpec SyntheticWorkload::NewRequest(Tick arrival, int64_t group, int32_t turn) {
+  RequestSpec r;
+  r.id = created_++;
+  r.arrival = arrival;
+  r.group = group;
+  r.turn = turn;
+  r.max_output_tokens = DrawLength(config_.output_tokens, lengths_);
+  r.output_seed = tokens_.Next();
+  return r;
+}
+
+std::optional<RequestSpec> SyntheticWorkload::Next() {
+  if (!CanCreate()) return std::nullopt;
+  if (config_.duration_s > 0 && next_arrival_s_ > config_.duration_s) return std::nullopt;
+  const Tick arrival = static_cast<Tick>(std::llround(next_arrival_s_ * 1e9));
+  // The next open-loop arrival.
+  if (config_.arrival == "poisson") {
+    next_arrival_s_ += arrivals_.Exponential(1.0 / config_.rate_per_s);
+  } else if (config_.arrival == "gamma") {
+    const double k = 1.0 / (config_.gamma_cv * config_.gamma_cv);
+    next_arrival_s_ += arrivals_.Gamma(k, 1.0 / (config_.rate_per_s * k));
+  }  // burst: everything at t = 0
+  const int64_t group = config_.kind == "shared_prefix" ? -1 : groups_++;
+  RequestSpec r = NewRequest(arrival, group, 0);
+  AppendSystemPrompt(r.prompt);
+  AppendRandom(r.prompt, DrawLength(config_.prompt_tokens, lengths_));
+  if (config_.kind == "multi_turn") {
+    session_turns_.push_back(static_cast<int32_t>(DrawLength(config_.multi_turn.turns, sessions_)));
+  }
+  return r;
+}
+
+void SyntheticWorkload::OnFinish(const RequestSpec& spec, int64_t num_output_tokens, Tick now,
+                                 std::vector<RequestSpec>& follow_ups) {
+  if (config_.kind == "multi_turn") {
+    const int32_t turns = session_turns_[static_cast<size_t>(spec.group)];
+    if (spec.turn + 1 >= turns || !CanCreate()) return;
+    const double think = sessions_.Exponential(config_.multi_turn.think_time_s);
+    RequestSpec r = NewRequest(now + static_cast<Tick>(std::llround(think * 1e9)), spec.group,
+                               spec.turn + 1);
+    r.prompt = spec.prompt;
+    AppendOutput(r.prompt, spec, num_output_tokens);
+    AppendRandom(r.prompt, DrawLength(config_.prompt_tokens, lengths_));
+    follow_ups.push_back(std::move(r));
+  } else if (config_.kind == "agent_tree") {
+    if (spec.turn >= config_.agent_tree.depth) return;
+    for (int64_t c = 0; c < config_.agent_tree.branching && CanCreate(); ++c) {
+      const double think = sessions_.Exponential(config_.agent_tree.think_time_s);
+      RequestSpec r = NewRequest(now + static_cast<Tick>(std::llround(think * 1e9)), spec.group,
+                                 spec.turn + 1);
+      r.prompt = spec.prompt;
+      AppendOutput(r.prompt, spec, num_output_tokens);
+      AppendRandom(r.prompt, DrawLength(config_.agent_tree.tool_tokens, lengths_));
+      follow_ups.push_back(std::move(r));
+    }
+  }
+}
+
+std::string SyntheticWorkload::Describe() const {
+  std::ostringstream s;
+  s << config_.kind << ": ";
+  if (config_.num_requests > 0) s << config_.num_requests << " requests, ";
+  s << config_.arrival;
+  if (config_.arrival != "burst") s << " " << config_.rate_per_s << "/s";
+  if (config_.system_prompt.tokens > 0) {
+    s << ", " << config_.system_prompt.count << " system prompt(s) of "
+      << config_.system_prompt.tokens << " tokens";
+  }
+  s << ", prompt " << config_.prompt_tokens.dist << " mean " << config_.prompt_tokens.mean
+    << ", output " << config_.output_tokens.dist << " mean " << config_.output_tokens.mean;
+  return s.str();
+}
+
+}  // namespace kvsim

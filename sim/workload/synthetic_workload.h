@@ -1,0 +1,57 @@
+// The synthetic generators (workload.kind shared_prefix, multi_turn, agent_tree):
+//   shared_prefix  single-turn requests: one of `system_prompt.count` shared system prompts
+//                  (Zipf popularity) followed by a unique user message;
+//   multi_turn     sessions arriving by the arrival process; turn k+1 arrives an exponential
+//                  think time after turn k finishes, and its prompt is the whole conversation
+//                  so far (previous prompt + reply + a new user message);
+//   agent_tree     trees: a root request, and when a node finishes `branching` children
+//                  arrive, each extending parent prompt + reply with its own tool output,
+//                  down to `depth` levels.
+// Arrivals (new requests / sessions / trees) are Poisson, gamma (with a CV) or a burst at
+// t = 0. Lengths are drawn from LengthDist. Token ids are random in [0, vocab); system prompt
+// i is the same sequence everywhere in the run, so requests share it block for block.
+#pragma once
+
+#include <memory>
+
+#include "sim/scenario/sim_sections.h"
+#include "sim/workload/i_workload.h"
+
+namespace kvsim {
+
+class SyntheticWorkload : public IWorkload {
+ public:
+  SyntheticWorkload(const WorkloadConfig& config, uint64_t seed);
+  std::optional<RequestSpec> Next() override;
+  void OnFinish(const RequestSpec& spec, int64_t num_output_tokens, Tick now,
+                std::vector<RequestSpec>& follow_ups) override;
+  std::string Describe() const override;
+  int64_t vocab_size() const override { return config_.vocab_size; }
+
+ private:
+  bool CanCreate() const {
+    return config_.num_requests == 0 || created_ < config_.num_requests;
+  }
+  RequestSpec NewRequest(Tick arrival, int64_t group, int32_t turn);
+  void AppendRandom(std::vector<TokenId>& out, int64_t n);
+  void AppendSystemPrompt(std::vector<TokenId>& out);
+  // Extends `prompt` with the finished request's output tokens.
+  void AppendOutput(std::vector<TokenId>& prompt, const RequestSpec& spec, int64_t n) const;
+
+  WorkloadConfig config_;
+  Rng arrivals_;
+  Rng lengths_;
+  Rng tokens_;
+  Rng sessions_;
+  std::unique_ptr<ZipfTable> zipf_;
+  std::vector<std::vector<TokenId>> system_prompts_;
+  double next_arrival_s_ = 0;
+  int64_t created_ = 0;
+  int64_t groups_ = 0;
+  std::vector<int32_t> session_turns_;  // multi_turn: turns per session
+};
+
+// One draw from a length distribution (clamped to [min, max], at least 1).
+int64_t DrawLength(const LengthDist& d, Rng& rng);
+
+}  // namespace kvsim

@@ -1,0 +1,84 @@
+// Calibration fit, held-out error and the profile YAML; half-precision conversions used by
+// the references.
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "kernels/reference/half.h"
+#include "kernels/validate/calibrate.h"
+
+namespace kvsim::kernels {
+namespace {
+
+TEST_CASE("The fit recovers a known line and predicts held-out kernels") {
+  HardwareProfile truth;
+  truth.move_fixed_s = 3e-6;
+  truth.move_bytes_per_s = 2.8e12;
+  truth.attn_fixed_s = 12e-6;
+  truth.attn_bytes_per_s = 2.4e12;
+  std::vector<TimingSample> s;
+  for (int64_t mb : {1, 4, 16, 64, 256, 1024}) {
+    TimingSample a;
+    a.kernel = "append";
+    a.bytes = mb << 20;
+    a.seconds = truth.DataMovementSeconds(a.bytes);
+    a.held_out = mb == 16;
+    s.push_back(a);
+    TimingSample b = a;
+    b.kernel = "decode_attention";
+    b.cls = KernelClass::kDecodeAttention;
+    b.seconds = truth.DecodeAttentionSeconds(b.bytes);
+    b.held_out = mb == 64;
+    s.push_back(b);
+  }
+  const LineFit f = FitLine(s, KernelClass::kDataMovement);
+  REQUIRE(f.ok);
+  CHECK(f.samples == 5);
+  CHECK(f.fixed_s == Catch::Approx(3e-6).epsilon(1e-6));
+  CHECK(f.bytes_per_s == Catch::Approx(2.8e12).epsilon(1e-6));
+  HardwareProfile before;  // datasheet defaults: wrong on purpose
+  before.move_bytes_per_s = 1.0e12;
+  const HardwareProfile after = Calibrate(before, s);
+  CHECK(after.attn_bytes_per_s == Catch::Approx(2.4e12).epsilon(1e-6));
+  CHECK(HeldOutError(before, s).max_abs > 0.5);
+  CHECK(HeldOutError(after, s).max_abs < 1e-6);
+  CHECK(HeldOutError(after, s).n == 2);
+}
+
+TEST_CASE("Too few samples leave the coefficients alone") {
+  std::vector<TimingSample> s(1);
+  s[0].bytes = 100;
+  s[0].seconds = 1e-6;
+  HardwareProfile before;
+  const HardwareProfile after = Calibrate(before, s);
+  CHECK(after.move_bytes_per_s == before.move_bytes_per_s);
+  CHECK_FALSE(FitLine(s, KernelClass::kDataMovement).ok);
+}
+
+TEST_CASE("Profile YAML names every key and is deterministic") {
+  HardwareProfile hw;
+  hw.name = "NVIDIA H100 80GB HBM3";
+  const std::string y = ProfileToYaml(hw);
+  CHECK(y == ProfileToYaml(hw));
+  for (const char* key : {"hardware:", "name:", "hbm_peak_bytes_per_s:", "copy_bytes_per_s:",
+                          "move_fixed_s:", "move_bytes_per_s:", "attn_fixed_s:",
+                          "attn_bytes_per_s:", "source:"})
+    CHECK_THAT(y, Catch::Matchers::ContainsSubstring(key));
+}
+
+TEST_CASE("fp16 and bf16 conversions are exact where they must be") {
+  CHECK(FloatToFp16(1.0f) == 0x3C00);
+  CHECK(FloatToFp16(-2.0f) == 0xC000);
+  CHECK(FloatToFp16(65504.0f) == 0x7BFF);
+  CHECK(FloatToFp16(1e6f) == 0x7C00);
+  CHECK(FloatToFp16(std::ldexp(1.0f, -24)) == 0x0001);
+  CHECK(FloatToFp16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);  // tie → even
+  CHECK(FloatToFp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);
+  CHECK(FloatToBf16(1.0f) == 0x3F80);
+  CHECK(FloatToBf16(-0.5f) == 0xBF00);
+  for (uint32_t h = 0; h < 0x7C00; h += 7) CHECK(FloatToFp16(Fp16ToFloat(h)) == h);
+  for (uint32_t h = 0; h < 0x7F80; h += 13) CHECK(FloatToBf16(Bf16ToFloat(h)) == h);
+}
+
+}  // namespace
+}  // namespace kvsim::kernels

@@ -1,0 +1,67 @@
+// Metrics: exact percentiles, histogram resolution, time-weighted KV usage, throughput.
+#include "sim/metrics.h"
+
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_test_macros.hpp>
+
+namespace kvsim {
+namespace {
+
+TEST_CASE("log histogram percentiles are within 1% of the exact ones") {
+  LogHistogram h;
+  for (Tick v = 1; v <= 10000; ++v) h.Add(v * 1000);
+  const Percentiles p = h.Summarize();
+  CHECK(p.count == 10000);
+  CHECK(p.mean == Catch::Approx(5000.5 * 1000));
+  CHECK(p.p50 == Catch::Approx(5000 * 1000).epsilon(0.01));
+  CHECK(p.p90 == Catch::Approx(9000 * 1000).epsilon(0.01));
+  CHECK(p.p99 == Catch::Approx(9900 * 1000).epsilon(0.01));
+  CHECK(p.max == 10000 * 1000);
+}
+
+TEST_CASE("summary: latencies, hit rate and throughput from hand-made records") {
+  Metrics m(kTicksPerMs);
+  // Two requests: arrive at 0 and 1 s; first token 100 ms later; 11 tokens over 1 s more.
+  for (int i = 0; i < 2; ++i) {
+    RequestRecord& r = m.Arrive(i);
+    r.arrival = i * kTicksPerSecond;
+    r.first_scheduled = r.arrival + 10 * kTicksPerMs;
+    r.first_token = r.arrival + 100 * kTicksPerMs;
+    r.finish = r.first_token + kTicksPerSecond;
+    r.prompt_tokens = 1000;
+    r.output_tokens = 11;
+    r.cached_tokens = i == 0 ? 0 : 500;
+  }
+  m.StepEnd(0, kTicksPerSecond, 0.5, 1, 0);
+  m.StepEnd(kTicksPerSecond, 2 * kTicksPerSecond + 100 * kTicksPerMs, 0.25, 1, 0);
+  const RunSummary s = m.Summarize(3 * kTicksPerSecond, 1000, 100);
+  CHECK(s.requests_finished == 2);
+  CHECK(s.ttft_ms.mean == Catch::Approx(100));
+  CHECK(s.tpot_ms.mean == Catch::Approx(100));  // 1 s over 10 gaps
+  CHECK(s.e2e_ms.p99 == Catch::Approx(1100));
+  CHECK(s.queue_ms.mean == Catch::Approx(10));
+  CHECK(s.prefix_hit_rate == Catch::Approx(0.25));
+  CHECK(s.makespan_s == Catch::Approx(2.1));
+  CHECK(s.output_throughput == Catch::Approx(22 / 2.1));
+  // Usage 0.5 held from t=1 s to 2.1 s (the first sample has no history) over 2.1 s.
+  CHECK(s.kv_usage_mean == Catch::Approx(0.5 * 1.1 / 2.1));
+  CHECK(s.kv_usage_max == 0.5);
+  CHECK(s.padding_bytes_in_use_mean == Catch::Approx(100 * s.kv_usage_mean));
+}
+
+TEST_CASE("unfinished and rejected requests are counted, not averaged") {
+  Metrics m(kTicksPerMs);
+  RequestRecord& a = m.Arrive(0);
+  a.arrival = 0;
+  RequestRecord& b = m.Arrive(1);
+  b.arrival = 0;
+  b.rejected = true;
+  const RunSummary s = m.Summarize(kTicksPerSecond, 0, 0);
+  CHECK(s.requests_unfinished == 1);
+  CHECK(s.requests_rejected == 1);
+  CHECK(s.requests_finished == 0);
+  CHECK(s.ttft_ms.count == 0);
+}
+
+}  // namespace
+}  // namespace kvsim

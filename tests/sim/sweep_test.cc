@@ -1,0 +1,171 @@
+// Sweeps: expansion order, zip groups, shards that partition the points, resume after a
+// torn journal, merge of shard files.
+#include "sim/sweep/sweep_runner.h"
+
+#include <catch2/catch_test_macros.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace kvsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+ConfigNode Tree(const std::string& yaml) {
+  auto t = ParseYaml(yaml, "sweep.yaml");
+  REQUIRE(t.ok());
+  return t.value();
+}
+
+std::string Slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+const char* kSmall = R"(
+name: small
+seed: 1
+model: {preset: llama-3.1-8b}
+cache: {block_size: 16, num_gpu_blocks: 2000}
+workload:
+  kind: shared_prefix
+  num_requests: 30
+  rate_per_s: 20
+  system_prompt: {tokens: 200}
+  prompt_tokens: {dist: fixed, mean: 50}
+  output_tokens: {dist: fixed, mean: 20}
+sweep:
+  cache.block_size: [16, 32, 64]
+  zip:
+    - {workload.rate_per_s: [10, 40], seed: [1, 2]}
+)";
+
+TEST_CASE("sweep: cartesian product in file order, last axis fastest, zip advances together") {
+  auto pts = ExpandSweep(Tree(kSmall));
+  REQUIRE(pts.ok());
+  REQUIRE(pts->size() == 6);
+  CHECK(pts.value()[0].Label() == "cache.block_size=16 workload.rate_per_s=10 seed=1");
+  CHECK(pts.value()[1].Label() == "cache.block_size=16 workload.rate_per_s=40 seed=2");
+  CHECK(pts.value()[5].Label() == "cache.block_size=64 workload.rate_per_s=40 seed=2");
+  const ConfigNode& t = pts.value()[3].tree;
+  CHECK(t.Find("sweep") == nullptr);
+  CHECK(t.Find("cache")->Find("block_size")->scalar == "32");
+  CHECK(t.Find("seed")->scalar == "2");
+  auto keys = SweepKeys(Tree(kSmall));
+  CHECK(keys.value() == std::vector<std::string>{"cache.block_size", "workload.rate_per_s", "seed"});
+}
+
+TEST_CASE("sweep: zip lists of different lengths are an error naming the line") {
+  auto pts = ExpandSweep(Tree("sweep:\n  zip:\n    - {a: [1, 2], b: [1]}\n"));
+  REQUIRE_FALSE(pts.ok());
+  CHECK(pts.status().message().find("sweep.yaml:3") != std::string::npos);
+  CHECK(pts.status().message().find("equal lengths") != std::string::npos);
+  CHECK_FALSE(ExpandSweep(Tree("sweep:\n  a: 3\n")).ok());
+}
+
+TEST_CASE("sweep: shards partition the points and merge back to the unsharded CSV") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_shards";
+  fs::remove_all(dir);
+  const ConfigNode tree = Tree(kSmall);
+  std::ostringstream log;
+  SweepOptions full;
+  full.out_dir = (dir / "full").string();
+  full.jobs = 2;
+  REQUIRE(RunSweep(tree, "sweep.yaml", full, log).ok());
+  std::vector<std::string> shards;
+  for (int k = 0; k < 3; ++k) {
+    SweepOptions o;
+    o.out_dir = (dir / "shards").string();
+    o.shard_k = k;
+    o.shard_n = 3;
+    REQUIRE(RunSweep(tree, "sweep.yaml", o, log).ok());
+    shards.push_back(SweepCsvPath(o));
+  }
+  // Each shard holds exactly its points.
+  std::set<std::string> seen;
+  for (const auto& s : shards) {
+    std::istringstream in(Slurp(s));
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) CHECK(seen.insert(line.substr(0, line.find(','))).second);
+  }
+  CHECK(seen.size() == 6);
+  const std::string merged = (dir / "merged.csv").string();
+  REQUIRE(MergeSweepCsvs(shards, merged, log).ok());
+  CHECK(Slurp(merged) == Slurp(SweepCsvPath(full)));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: a journal with a torn last line resumes to the same CSV") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_resume";
+  fs::remove_all(dir);
+  const ConfigNode tree = Tree(kSmall);
+  std::ostringstream log;
+  SweepOptions o;
+  o.out_dir = (dir / "a").string();
+  REQUIRE(RunSweep(tree, "sweep.yaml", o, log).ok());
+  const std::string want = Slurp(SweepCsvPath(o));
+  CHECK_FALSE(fs::exists(SweepCsvPath(o) + ".journal"));
+
+  // An interrupted run: two points journaled, then half a row written when it died.
+  SweepOptions r;
+  r.out_dir = (dir / "b").string();
+  r.max_points = 2;
+  REQUIRE(RunSweep(tree, "sweep.yaml", r, log).ok());
+  const std::string journal = SweepCsvPath(r) + ".journal";
+  REQUIRE(fs::exists(journal));
+  CHECK_FALSE(fs::exists(SweepCsvPath(r)));
+  std::ofstream(journal, std::ios::app) << "2,32,10,1,ok,32,19";  // torn: no newline
+  r.max_points = 0;
+  REQUIRE(RunSweep(tree, "sweep.yaml", r, log).ok());
+  CHECK(log.str().find("resuming, 2 of 6") != std::string::npos);
+  CHECK(Slurp(SweepCsvPath(r)) == want);
+
+  // A journal from another scenario is refused.
+  SweepOptions x;
+  x.out_dir = (dir / "c").string();
+  x.max_points = 1;
+  REQUIRE(RunSweep(tree, "sweep.yaml", x, log).ok());
+  ConfigNode other = tree;
+  REQUIRE(ApplyOverride(other, "seed=99").ok());
+  x.max_points = 0;
+  const Status s = RunSweep(other, "sweep.yaml", x, log);
+  CHECK(s.code() == "journal_mismatch");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: -j 1 and -j 3 write the same bytes") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_jobs";
+  fs::remove_all(dir);
+  std::ostringstream log;
+  SweepOptions a, b;
+  a.out_dir = (dir / "j1").string();
+  b.out_dir = (dir / "j3").string();
+  b.jobs = 3;
+  REQUIRE(RunSweep(Tree(kSmall), "sweep.yaml", a, log).ok());
+  REQUIRE(RunSweep(Tree(kSmall), "sweep.yaml", b, log).ok());
+  CHECK(Slurp(SweepCsvPath(a)) == Slurp(SweepCsvPath(b)));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: a point with an invalid configuration becomes an error row") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_err";
+  fs::remove_all(dir);
+  std::ostringstream log;
+  SweepOptions o;
+  o.out_dir = dir.string();
+  ConfigNode t = Tree(kSmall);
+  REQUIRE(ApplyOverride(t, "sweep={cache.attn_pack_size: [1, 2]}").ok());
+  REQUIRE(RunSweep(t, "sweep.yaml", o, log).ok());
+  const std::string csv = Slurp(SweepCsvPath(o));
+  CHECK(csv.find("\n0,1,ok,") != std::string::npos);
+  CHECK(csv.find("\n1,2,error: ") != std::string::npos);  // packs need a hybrid model
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kvsim

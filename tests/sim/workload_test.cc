@@ -1,0 +1,197 @@
+// Workload generators: determinism, caps, arrival rates, lengths, shared prompts, sessions,
+// trees, and the Azure CSV reader.
+#include <catch2/catch_approx.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <cmath>
+#include <map>
+
+#include "sim/scenario/sim_sections.h"
+#include "sim/workload/synthetic_workload.h"
+#include "sim/workload/trace_workload.h"
+
+namespace kvsim {
+namespace {
+
+std::vector<RequestSpec> Drain(IWorkload& w) {
+  std::vector<RequestSpec> out;
+  while (auto r = w.Next()) out.push_back(std::move(*r));
+  return out;
+}
+
+TEST_CASE("rng: same seed, same stream; forks are independent") {
+  Rng a(42), b(42);
+  for (int i = 0; i < 100; ++i) CHECK(a.Next() == b.Next());
+  Rng f1 = Rng(42).Fork(1), f2 = Rng(42).Fork(2);
+  CHECK(f1.Next() != f2.Next());
+  Rng u(1);
+  double sum = 0;
+  for (int i = 0; i < 100000; ++i) sum += u.Uniform();
+  CHECK(sum / 100000 == Catch::Approx(0.5).margin(0.01));
+  Rng g(2);
+  double gs = 0;
+  for (int i = 0; i < 100000; ++i) gs += g.Gamma(0.25, 4.0);  // mean k·θ = 1
+  CHECK(gs / 100000 == Catch::Approx(1.0).margin(0.03));
+}
+
+TEST_CASE("lengths: fixed, uniform bounds, lognormal mean") {
+  Rng rng(5);
+  CHECK(DrawLength({"fixed", 300, 0.5, 1, 1000}, rng) == 300);
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t v = DrawLength({"uniform", 0, 0, 10, 20}, rng);
+    CHECK(v >= 10);
+    CHECK(v <= 20);
+  }
+  double s = 0;
+  for (int i = 0; i < 50000; ++i) s += static_cast<double>(DrawLength({"lognormal", 1000, 0.5, 1, 1 << 20}, rng));
+  CHECK(s / 50000 == Catch::Approx(1000).epsilon(0.03));
+}
+
+TEST_CASE("shared_prefix: deterministic, capped, Poisson rate, shared system prompt") {
+  WorkloadConfig c;
+  c.num_requests = 5000;
+  c.rate_per_s = 50;
+  c.system_prompt.tokens = 100;
+  c.system_prompt.count = 3;
+  c.prompt_tokens = {"fixed", 20, 0, 1, 100};
+  SyntheticWorkload a(c, 9), b(c, 9);
+  auto ra = Drain(a), rb = Drain(b);
+  REQUIRE(ra.size() == 5000);
+  REQUIRE(rb.size() == 5000);
+  std::map<std::vector<TokenId>, int> prefixes;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    CHECK(ra[i].prompt == rb[i].prompt);
+    CHECK(ra[i].arrival == rb[i].arrival);
+    CHECK(ra[i].id == static_cast<int64_t>(i));
+    CHECK(ra[i].prompt.size() == 120);
+    if (i) CHECK(ra[i].arrival >= ra[i - 1].arrival);
+    prefixes[std::vector<TokenId>(ra[i].prompt.begin(), ra[i].prompt.begin() + 100)]++;
+  }
+  CHECK(prefixes.size() == 3);
+  const double rate = 4999.0 / (static_cast<double>(ra.back().arrival) / 1e9);
+  CHECK(rate == Catch::Approx(50).epsilon(0.05));
+}
+
+TEST_CASE("duration cap ends the stream; burst puts everything at t = 0") {
+  WorkloadConfig c;
+  c.num_requests = 0;
+  c.duration_s = 10;
+  c.rate_per_s = 20;
+  SyntheticWorkload w(c, 1);
+  auto r = Drain(w);
+  CHECK(r.size() > 150);
+  CHECK(r.size() < 250);
+  CHECK(r.back().arrival <= 10 * kTicksPerSecond);
+  WorkloadConfig b;
+  b.num_requests = 10;
+  b.arrival = "burst";
+  SyntheticWorkload wb(b, 1);
+  for (const auto& x : Drain(wb)) CHECK(x.arrival == 0);
+}
+
+TEST_CASE("gamma arrivals keep the mean rate and raise the variance") {
+  WorkloadConfig c;
+  c.num_requests = 20000;
+  c.rate_per_s = 10;
+  c.arrival = "gamma";
+  c.gamma_cv = 3.0;
+  SyntheticWorkload w(c, 4);
+  auto r = Drain(w);
+  std::vector<double> gaps;
+  for (size_t i = 1; i < r.size(); ++i) gaps.push_back((r[i].arrival - r[i - 1].arrival) / 1e9);
+  double m = 0, v = 0;
+  for (double g : gaps) m += g;
+  m /= static_cast<double>(gaps.size());
+  for (double g : gaps) v += (g - m) * (g - m);
+  v /= static_cast<double>(gaps.size());
+  CHECK(m == Catch::Approx(0.1).epsilon(0.1));
+  CHECK(std::sqrt(v) / m == Catch::Approx(3.0).epsilon(0.15));
+}
+
+TEST_CASE("multi_turn: the next turn extends the conversation and arrives after think time") {
+  WorkloadConfig c;
+  c.kind = "multi_turn";
+  c.num_requests = 100;
+  c.prompt_tokens = {"fixed", 30, 0, 1, 100};
+  c.output_tokens = {"fixed", 10, 0, 1, 100};
+  c.multi_turn.turns = {"fixed", 3, 0, 1, 10};
+  SyntheticWorkload w(c, 2);
+  auto first = w.Next();
+  REQUIRE(first);
+  std::vector<RequestSpec> follow;
+  w.OnFinish(*first, 10, 5 * kTicksPerSecond, follow);
+  REQUIRE(follow.size() == 1);
+  const RequestSpec& t1 = follow[0];
+  CHECK(t1.turn == 1);
+  CHECK(t1.group == first->group);
+  CHECK(t1.arrival >= 5 * kTicksPerSecond);
+  REQUIRE(t1.prompt.size() == 70);
+  CHECK(std::equal(first->prompt.begin(), first->prompt.end(), t1.prompt.begin()));
+  for (int k = 0; k < 10; ++k) CHECK(t1.prompt[30 + k] == OutputToken(first->output_seed, k, c.vocab_size));
+  std::vector<RequestSpec> f2, f3;
+  w.OnFinish(t1, 10, 6 * kTicksPerSecond, f2);
+  REQUIRE(f2.size() == 1);
+  w.OnFinish(f2[0], 10, 7 * kTicksPerSecond, f3);
+  CHECK(f3.empty());  // 3 turns
+}
+
+TEST_CASE("agent_tree: branching children extend the parent, depth-limited") {
+  WorkloadConfig c;
+  c.kind = "agent_tree";
+  c.num_requests = 1000;
+  c.agent_tree.depth = 2;
+  c.agent_tree.branching = 3;
+  c.agent_tree.tool_tokens = {"fixed", 5, 0, 1, 100};
+  SyntheticWorkload w(c, 3);
+  auto root = w.Next();
+  REQUIRE(root);
+  std::vector<RequestSpec> kids;
+  w.OnFinish(*root, 4, 0, kids);
+  REQUIRE(kids.size() == 3);
+  for (const auto& k : kids) {
+    CHECK(k.turn == 1);
+    CHECK(k.prompt.size() == root->prompt.size() + 4 + 5);
+  }
+  std::vector<RequestSpec> grandkids, none;
+  w.OnFinish(kids[0], 4, 0, grandkids);
+  CHECK(grandkids.size() == 3);
+  w.OnFinish(grandkids[0], 4, 0, none);
+  CHECK(none.empty());
+}
+
+TEST_CASE("azure csv: arrivals relative to the first, lengths, clear errors") {
+  const std::string csv =
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+      "2023-11-16 18:17:03.5000000,4808,10\n"
+      "2023-11-16 18:17:04.0000000,3180,8\n"
+      "2023-11-16 23:59:59.0000000,110,0\n"
+      "2023-11-17 00:00:01.0000000,7,3\n";
+  auto a = ParseAzureCsv(csv, "x.csv");
+  REQUIRE(a.ok());
+  REQUIRE(a->size() == 4);
+  CHECK(a.value()[0].time_s == 0);
+  CHECK(a.value()[1].time_s == Catch::Approx(0.5));
+  CHECK(a.value()[1].prompt_tokens == 3180);
+  CHECK(a.value()[2].output_tokens == 1);  // at least one token is generated
+  CHECK(a.value()[3].time_s == Catch::Approx(5 * 3600 + 42 * 60 + 57.5));
+  auto bad = ParseAzureCsv("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16,1\n", "y.csv");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("y.csv:2") != std::string::npos);
+}
+
+TEST_CASE("missing trace: an error when required, a noted fallback otherwise") {
+  WorkloadConfig c;
+  c.kind = "trace";
+  c.trace.path = "/nonexistent/trace.jsonl";
+  c.trace.required = true;
+  auto w = MakeWorkload(c, 1, nullptr);
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.status().message().find("--set workload.trace.path") != std::string::npos);
+  c.trace.required = false;
+  std::string note;
+  auto f = MakeWorkload(c, 1, &note);
+  REQUIRE(f.ok());
+  CHECK(note.find("not found") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvsim
