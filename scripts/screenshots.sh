@@ -15,6 +15,7 @@ if ! command -v xvfb-run > /dev/null; then
   exit 2
 fi
 viz="$(realpath "$viz")"
+kvsim="$(realpath "$build/bin/kvsim")"
 cd "$(dirname "$0")/.."
 mkdir -p docs
 shot() {
@@ -29,3 +30,11 @@ shot docs/plan.png --panel plan
 # Padded mixed page sizes: MiMo-style target + DFlash-style draft at TP 4.
 shot docs/page_map_mimo_padding.png --panel page_map --set model.preset=mimo-style \
   --set parallel.tp=4
+# The block pool after the built-in sample trace, on the padded MiMo plan with a smaller pool.
+shot docs/block_pool.png --panel block_pool --set model.preset=mimo-style --set parallel.tp=4 \
+  --set cache.num_gpu_blocks=20000 --trace scenarios/traces/sample_tokens.jsonl
+# The default study's sweep (attention pack size 1/2/4/8), run now: a few seconds.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$kvsim" sweep scenarios/default.yaml -o "$tmp/sweep" -j 2 > /dev/null 2>&1
+shot docs/sweep.png --panel sweep --sweep "$tmp/sweep/sweep.csv"

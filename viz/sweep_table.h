@@ -48,8 +48,8 @@ struct ChartData {
   int skipped_rows = 0;                // rows whose metric is empty or not a number
 };
 
-// `series_col` < 0: one line. Series are ordered by their key value (numerically when the
-// column is numeric).
+// `series_col` < 0: one line. Series (and text x categories) are ordered by value: numbers
+// and byte sizes ("16GiB" < "110GiB" < "1TiB") by size, anything else as text.
 ChartData BuildChart(const SweepTable& t, int x_col, int series_col, int metric_col);
 
 // Round tick values covering [lo, hi] (at most about `max_ticks`).

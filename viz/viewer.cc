@@ -90,7 +90,10 @@ void Viewer::Frame() {
   ImGuiIO& io = ImGui::GetIO();
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus;
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus |
+                                 // The renderer clears to the window colour: one full-screen
+                                 // blended pass fewer, which matters under software GL.
+                                 ImGuiWindowFlags_NoBackground;
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(io.DisplaySize);
   ImGui::PushStyleVar(ImGuiStyleVar_WindowRounding, 0);

@@ -123,11 +123,17 @@ void RunRun(const RunArgs& a) {
     std::cout << fmt::format("kvsim run: {} — {}\n", s.name, s.description);
     std::cout << fmt::format("  model {} (TP {}), hardware {} [{}], seed {}\n", s.model.name,
                              s.cache.tp, s.sim.hardware.name, s.sim.hardware_source, s.seed);
-    std::cout << fmt::format("  budget {} tokens / {} seqs, KV memory {:.1f} GiB\n\n",
+    std::cout << fmt::format("  budget {} tokens / {} seqs, KV memory {:.1f} GiB\n",
                              s.scheduler.max_num_batched_tokens, s.scheduler.max_num_seqs,
                              static_cast<double>(s.cache.kv_memory_bytes) / (1 << 30));
     // The workload line comes from a point that ran (it names the trace actually used).
-    std::cout << FormatRunTable("", rows);
+    for (const auto& [idx, r] : results) {
+      if (r.status.ok()) {
+        std::cout << "  workload " << r.workload << "\n";
+        break;
+      }
+    }
+    std::cout << "\n" << FormatRunTable("", rows);
     if (!results.empty()) {
       const PointResult& r0 = results.begin()->second;
       std::cout << fmt::format("\n  {} requests finished per point (first point: {:.1f}s "

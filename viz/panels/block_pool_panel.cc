@@ -227,16 +227,35 @@ class BlockPoolPanel : public IPanel {
     const ImVec2 o = ImGui::GetCursorScreenPos();
     ImGui::InvisibleButton("##grid", ImVec2(width, side * rows));
     const bool hovered = ImGui::IsItemHovered();
-    const float gap = side >= 6 ? 1.0f : 0.0f;
-    for (int64_t c = 0; c < cells; ++c) {
-      const float x = o.x + side * static_cast<float>(c % cols);
-      const float y = o.y + side * static_cast<float>(c / cols);
-      dl->AddRectFilled(ImVec2(x, y), ImVec2(x + side - gap, y + side - gap),
-                        cell_colour_[static_cast<size_t>(c)]);
-      if (cell_hit_[static_cast<size_t>(c)] && side >= 6) {
-        const float d = side * 0.3f;
-        dl->AddRectFilled(ImVec2(x + d, y + d), ImVec2(x + side - gap - d, y + side - gap - d),
-                          IM_COL32(255, 255, 255, 255));
+    // Big cells are drawn one by one with a gap (a grid of blocks); small ones in runs of one
+    // colour per row, which keeps a million-block pool to a few thousand rectangles.
+    const bool merge = side < 10;
+    const float gap = merge ? 0.0f : 1.0f;
+    for (int row = 0; row < rows; ++row) {
+      const int64_t base = static_cast<int64_t>(row) * cols;
+      int64_t c = base;
+      const int64_t end = std::min<int64_t>(cells, base + cols);
+      while (c < end) {
+        const Rgba col = cell_colour_[static_cast<size_t>(c)];
+        int64_t c2 = c + 1;
+        if (merge) {
+          while (c2 < end && cell_colour_[static_cast<size_t>(c2)] == col &&
+                 !cell_hit_[static_cast<size_t>(c2)] && !cell_hit_[static_cast<size_t>(c)]) {
+            ++c2;
+          }
+        }
+        const float x = o.x + side * static_cast<float>(c - base);
+        const float x2 = o.x + side * static_cast<float>(c2 - base);
+        const float y = o.y + side * static_cast<float>(row);
+        dl->AddRectFilled(ImVec2(x, y), ImVec2(x2 - gap, y + side - gap), col);
+        for (int64_t k = c; k < c2; ++k) {
+          if (!cell_hit_[static_cast<size_t>(k)]) continue;
+          const float d = side * 0.3f;
+          const float kx = o.x + side * static_cast<float>(k - base);
+          dl->AddRectFilled(ImVec2(kx + d, y + d), ImVec2(kx + side - gap - d, y + side - gap - d),
+                            IM_COL32(255, 255, 255, 255));
+        }
+        c = c2;
       }
     }
     if (hovered) {

@@ -435,7 +435,9 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
       const bool many = map.owners().size() > 1 ||
                         map.owners()[static_cast<size_t>(first.owner)].slot_layers.size() > 1;
       std::string l = many ? first.layer_name + " " : "";
-      if (map.owners()[static_cast<size_t>(first.owner)].layout.num_heads > 1) {
+      // The head only where a row holds one head (HND); NHD rows hold every head.
+      const KvLayout& ol = map.owners()[static_cast<size_t>(first.owner)].layout;
+      if (ol.num_heads > 1 && map.token_row_bytes() < ol.num_heads * ol.content_bytes()) {
         l += "h" + std::to_string(first.coord.head) + " ";
       }
       l += "t" + std::to_string(first.manager_token);
