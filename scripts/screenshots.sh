@@ -28,10 +28,9 @@ shot() {
 shot docs/page_map.png --panel page_map --mouse 560,430
 shot docs/plan.png --panel plan
 # Padded mixed page sizes: MiMo-style target + DFlash-style draft at TP 4.
-shot docs/page_map_mimo_padding.png --panel page_map --set model.preset=mimo-style \
-  --set parallel.tp=4
+shot docs/page_map_mimo_padding.png scenarios/mimo_dflash_padding.yaml --panel page_map
 # The block pool after the built-in sample trace, on the padded MiMo plan with a smaller pool.
-shot docs/block_pool.png --panel block_pool --set model.preset=mimo-style --set parallel.tp=4 \
+shot docs/block_pool.png scenarios/mimo_dflash_padding.yaml --panel block_pool \
   --set cache.num_gpu_blocks=20000 --trace scenarios/traces/sample_tokens.jsonl
 # The default study's sweep (attention pack size 1/2/4/8), run now: a few seconds.
 tmp=$(mktemp -d)

@@ -6,6 +6,7 @@
 // DIR/points/NNNN for several, plus DIR/summary.csv).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "sim/metrics_output.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
+#include "sim/workload/i_workload.h"
 
 namespace kvsim::cli {
 namespace {
@@ -52,6 +54,9 @@ void RunRun(const RunArgs& a) {
     ExitCode() = RunClusterPoints(points.value(), source, {a.out_dir, a.json}, std::cout,
                                   std::cerr);
     return;
+  }
+  if (Status w = CheckWorkload(first->sim.workload); !w.ok()) {
+    return (void)ReportError(w, a.json);
   }
   const bool many = points->size() > 1;
   std::map<int64_t, PointResult> results;
@@ -112,6 +117,11 @@ void RunRun(const RunArgs& a) {
       for (const auto& v : r.csv_values) line += "," + v;
       f << line << "\n";
     }
+  }
+  // When every point failed there is no table to show: report the first error instead.
+  if (!results.empty() && std::all_of(results.begin(), results.end(),
+                                      [](const auto& kv) { return !kv.second.status.ok(); })) {
+    return (void)ReportError(results.begin()->second.status, a.json);
   }
   if (a.json) {
     nlohmann::ordered_json j;

@@ -3,10 +3,10 @@
 # structure (viz_png_check): the default scenario (hybrid Qwen3.5: Mamba conv/SSM pages,
 # padded to the attention page) and a padded mixed-page-size one (MiMo-style target + DFlash
 # draft at TP 4: the draft's 8 KiB page padded to 12 KiB).
-#   screenshot_test.sh KVSIM_VIZ PNG_CHECK OUT_DIR DATA_DIR
+#   screenshot_test.sh KVSIM_VIZ PNG_CHECK OUT_DIR DATA_DIR REPO_ROOT
 # data/sweep_sample.csv is a small synthetic fixture (made-up numbers) for the Sweep panel.
 set -u
-viz=$1 check=$2 out=$3 data=$4
+viz=$1 check=$2 out=$3 data=$4 repo=$5
 mkdir -p "$out"
 size=1280x800
 fail=0
@@ -23,7 +23,7 @@ shot() {  # name, expected colours..., -- , kvsim-viz args...
   fi
   "$check" "$png" --size "$size" "${expects[@]}" || fail=1
 }
-mimo=(--set model.preset=mimo-style --set parallel.tp=4)
+mimo=("$repo/scenarios/mimo_dflash_padding.yaml")
 shot default_plan -- --panel plan
 shot default_page_map K V conv ssm highlight -- --panel page_map
 shot default_page_map_hnd K V highlight -- --panel page_map --set cache.layout=HND

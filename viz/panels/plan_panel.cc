@@ -80,8 +80,13 @@ class PlanPanel : public IPanel {
     HelpMarker("NHD = [L,B,N,H,C] per layer; HND = [L,B,H,N,C]; cross-layer = one slab per "
                "block holding every layer");
     int mode = static_cast<int>(k.mamba_mode);
+    if (!m.model_is_hybrid()) ImGui::BeginDisabled();
     if (ImGui::Combo("Mamba cache", &mode, kMambaModeNames, IM_ARRAYSIZE(kMambaModeNames))) {
       k.mamba_mode = static_cast<MambaCacheMode>(mode);
+    }
+    if (!m.model_is_hybrid()) {
+      ImGui::EndDisabled();
+      HelpMarker("this model has no Mamba layers");
     }
     if (!m.model_has_draft()) ImGui::BeginDisabled();
     ImGui::Checkbox("draft model", &k.draft);
