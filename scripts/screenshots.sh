@@ -37,3 +37,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$kvsim" sweep scenarios/default.yaml -o "$tmp/sweep" -j 2 > /dev/null 2>&1
 shot docs/sweep.png --panel sweep --sweep "$tmp/sweep/sweep.csv"
+# P/D disaggregation: the prefill pool's pages (NHD, 64-token blocks, TP 4) beside the decode
+# pool's (HND, 16-token blocks, TP 2), the same token highlighted in both.
+shot docs/page_map_pd.png scenarios/pd_nhd64_tp4_hnd16_tp2.yaml --panel page_map

@@ -9,6 +9,11 @@ namespace kvsim::viz {
 Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
   auto plan = PlanModel::Load(options.scenario_path, options.overrides);
   if (!plan.ok()) return plan.status();
+  // A P/D scenario opens on its prefill pool (the Page map compares it with the decode pool).
+  if (plan->has_cluster()) {
+    plan = PlanModel::Load(options.scenario_path, options.overrides, "prefill");
+    if (!plan.ok()) return plan.status();
+  }
   auto v = std::unique_ptr<Viewer>(new Viewer());
   v->plan_ = std::make_unique<PlanModel>(std::move(plan.value()));
   v->ctx_.plan = v->plan_.get();

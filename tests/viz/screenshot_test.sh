@@ -32,6 +32,8 @@ shot default_sweep series0 series1 -- --panel sweep --sweep "$data/sweep_sample.
 shot mimo_plan -- "${mimo[@]}" --panel plan
 shot mimo_page_map K V padding:2000 highlight -- "${mimo[@]}" --panel page_map
 shot mimo_block_pool free cached series0 -- "${mimo[@]}" --panel block_pool --trace scenarios/traces/sample_tokens.jsonl
+# P/D: the prefill pool (NHD, 64-token blocks, TP 4) beside the decode pool (HND, 16, TP 2).
+shot pd_page_map K V highlight -- "$repo/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml" --panel page_map
 # Bad input: exit code 2 and a message, never a crash.
 if timeout 60 "$viz" --set parallel.tp=abc --screenshot "$out/bad.png" > "$out/bad.log" 2>&1; then
   echo "FAIL bad scenario: exit 0"; fail=1

@@ -227,6 +227,36 @@ TEST_CASE("page map: a click pins the token under the mouse") {
   CHECK(panel->highlight_ranges(1).size() == 8);
 }
 
+TEST_CASE("a P/D scenario opens on its prefill pool, compared with its decode pool") {
+  HeadlessImGui imgui;
+  ViewerOptions o;
+  o.scenario_path = std::string(KVSIM_SOURCE_DIR) + "/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml";
+  o.panel = "page_map";
+  auto made = Viewer::Create(o);
+  REQUIRE(made.ok());
+  Viewer& v = *made.value();
+  auto frame = [&] { v.Frame(); };
+  imgui.Frame(frame);
+  imgui.Frame(frame);
+  CHECK(v.plan().role() == "prefill");
+  auto* panel = dynamic_cast<PageMapPanel*>(&v.panel(v.panel_index()));
+  REQUIRE(panel);
+  REQUIRE(panel->compare_model());
+  CHECK(panel->compare_model()->role() == "decode");
+  REQUIRE(panel->side(0).map);
+  REQUIRE(panel->side(1).map);
+  CHECK(panel->side(0).map->manager_block_tokens() == 64);
+  CHECK(panel->side(1).map->manager_block_tokens() == 16);
+  // The default highlight (token 17 of block 1 = position 81) is token 1 of decode block 5,
+  // one range per KV head on each side (TP 4 → 2 heads, TP 2 → 4 heads).
+  CHECK(panel->side(1).sel.block == 5);
+  REQUIRE(panel->highlight_ranges(0).size() == 2);
+  REQUIRE(panel->highlight_ranges(1).size() == 4);
+  // NHD keeps the token's heads adjacent; HND puts them a head block (16 tokens) apart.
+  CHECK(panel->highlight_ranges(0)[1].begin == panel->highlight_ranges(0)[0].end);
+  CHECK(panel->highlight_ranges(1)[1].begin - panel->highlight_ranges(1)[0].begin == 16 * 512);
+}
+
 TEST_CASE("block pool keys: Home/End/PgDn move in time, Space plays") {
   HeadlessImGui imgui;
   auto v = MakeViewer({"model.preset=mimo-style", "parallel.tp=4"}, "block_pool");

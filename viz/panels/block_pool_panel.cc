@@ -79,7 +79,7 @@ void BlockPoolPanel::DrawControls(PlanModel& pm) {
   ImGui::SameLine();
   const bool reload = ImGui::Button("replay");
   const std::string key = std::string(path_) + "|" + std::to_string(capacity_) + "|" +
-                          std::to_string(concurrency_) + "|" + std::to_string(pm.replans());
+                          std::to_string(concurrency_) + "|" + std::to_string(pm.plan_stamp());
   if (reload || key != loaded_key_) {
     loaded_key_ = key;
     Load(pm.plan());

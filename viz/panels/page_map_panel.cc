@@ -27,7 +27,8 @@ std::string Pct(double f) {
 
 std::string SideSummary(const PlanModel& m) {
   const PlanKnobs& k = m.knobs();
-  std::string s = LayoutKey(k.layout);
+  std::string s = m.role().empty() ? "" : m.role() + " pool · TP " + std::to_string(k.tp) + " · ";
+  s += LayoutKey(k.layout);
   s += " · pack " + std::to_string(k.attn_pack_size);
   if (m.has_plan()) s += " · block " + std::to_string(m.plan().attn_block_size) + " tok";
   return s;
@@ -75,6 +76,21 @@ void PageMapPanel::SetCompare(CompareWhat what, int64_t value) {
 }
 
 void PageMapPanel::SyncCompare(const PlanModel& a) {
+  if (compare_value_ < 0 && a.role() == "prefill") {
+    compare_what_ = CompareWhat::kDecodePool;  // P/D: the decode pool's pages
+    compare_value_ = 0;
+  }
+  if (compare_what_ == CompareWhat::kDecodePool) {
+    // The other pool of a P/D scenario, as the scenario gives it (its own knobs).
+    const std::string other = a.role() == "decode" ? "prefill" : "decode";
+    if (!compare_ || compare_->role() != other) {
+      compare_.reset();
+      auto m = PlanModel::Load(a.scenario_path(), a.base_overrides(), other);
+      if (m.ok()) compare_ = std::move(m.value());
+    }
+    return;
+  }
+  if (compare_ && !compare_->role().empty() && compare_->role() != a.role()) compare_.reset();
   if (compare_value_ < 0) {
     if (a.model_is_hybrid()) {
       compare_what_ = CompareWhat::kPackSize;
@@ -91,6 +107,7 @@ void PageMapPanel::SyncCompare(const PlanModel& a) {
     case CompareWhat::kLayout: k.layout = static_cast<LayoutChoice>(compare_value_); break;
     case CompareWhat::kPackSize: k.attn_pack_size = compare_value_; break;
     case CompareWhat::kBlockSize: k.block_size = compare_value_; break;
+    case CompareWhat::kDecodePool: break;  // handled above
   }
   if (!compare_) compare_ = a;
   compare_->mutable_knobs() = k;
@@ -197,7 +214,9 @@ void PageMapPanel::DrawControls(ViewerContext& ctx) {
     ImGui::SameLine();
     int what = static_cast<int>(compare_what_);
     ImGui::PushItemWidth(120);
-    if (ImGui::Combo("##what", &what, kCompareWhatNames, IM_ARRAYSIZE(kCompareWhatNames))) {
+    const int num_what = ctx.plan->has_cluster() ? IM_ARRAYSIZE(kCompareWhatNames)
+                                                 : IM_ARRAYSIZE(kCompareWhatNames) - 1;
+    if (ImGui::Combo("##what", &what, kCompareWhatNames, num_what)) {
       compare_what_ = static_cast<CompareWhat>(what);
       const PlanKnobs& k = ctx.plan->knobs();
       switch (compare_what_) {
@@ -209,10 +228,13 @@ void PageMapPanel::DrawControls(ViewerContext& ctx) {
         case CompareWhat::kBlockSize:
           compare_value_ = ctx.plan->has_plan() ? std::max<int64_t>(16, ctx.plan->plan().attn_block_size / 2) : 16;
           break;
+        case CompareWhat::kDecodePool: compare_value_ = 0; break;
       }
     }
     ImGui::SameLine();
-    if (compare_what_ == CompareWhat::kLayout) {
+    if (compare_what_ == CompareWhat::kDecodePool) {
+      ImGui::TextDisabled(ctx.plan->role() == "decode" ? "(the prefill pool)" : "(the decode pool)");
+    } else if (compare_what_ == CompareWhat::kLayout) {
       int v = static_cast<int>(compare_value_);
       if (ImGui::Combo("##layoutB", &v, kLayoutChoiceNames, IM_ARRAYSIZE(kLayoutChoiceNames))) {
         compare_value_ = v;
@@ -353,7 +375,7 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
   ImGui::PopItemWidth();
   ImGui::PopID();
 
-  RebuildMaps(s, plan, model.replans());
+  RebuildMaps(s, plan, model.plan_stamp());
   if (!s.map) {
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
     ImGui::TextWrapped("%s", s.error.c_str());
@@ -581,10 +603,10 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
   if (!initialised_) {
     sides_[0].sel = DefaultSelection(a.plan());
     initialised_ = true;
-    a_replans_ = a.replans();
-  } else if (a.replans() != a_replans_) {
+    a_replans_ = a.plan_stamp();
+  } else if (a.plan_stamp() != a_replans_) {
     // A new plan renumbers groups and tensors: follow the layer that was on show.
-    a_replans_ = a.replans();
+    a_replans_ = a.plan_stamp();
     int li = -1;
     if (sides_[0].map) {
       for (const PageOwner& o : sides_[0].map->owners()) {
@@ -606,7 +628,7 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
   DrawControls(ctx);
   if (compare_on_) SyncCompare(a);
 
-  RebuildMaps(sides_[0], a.plan(), a.replans());
+  RebuildMaps(sides_[0], a.plan(), a.plan_stamp());
   // What to highlight this frame: the token under the mouse last frame, else the pinned one.
   highlight_.reset();
   if (hovered_side_ >= 0 && hovered_.valid()) {
@@ -653,7 +675,7 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
   }
 
   if (compare_on_ && compare_ && compare_->has_plan()) {
-    RebuildMaps(sides_[1], compare_->plan(), compare_->replans());
+    RebuildMaps(sides_[1], compare_->plan(), compare_->plan_stamp());
   }
   hovered_ = ByteInfo();
   hovered_side_ = -1;

@@ -21,8 +21,10 @@
 namespace kvsim::viz {
 
 // What side B varies relative to side A.
-enum class CompareWhat : int { kLayout = 0, kPackSize, kBlockSize };
-inline constexpr const char* kCompareWhatNames[] = {"layout", "attn pack size", "block size"};
+// kDecodePool (P/D scenarios only, kept last): the other pool's plan as the scenario gives it.
+enum class CompareWhat : int { kLayout = 0, kPackSize, kBlockSize, kDecodePool };
+inline constexpr const char* kCompareWhatNames[] = {"layout", "attn pack size", "block size",
+                                                    "other P/D pool"};
 
 // A token (or a Mamba state) named independently of any plan: the layer by name and the
 // token's position in the sequence, so it can be found in a plan with other block sizes.
@@ -99,7 +101,7 @@ class PageMapPanel : public IPanel {
   int64_t compare_value_ = -1;  // -1: chosen from the plan on first draw
   std::optional<PlanModel> compare_;
   bool initialised_ = false;
-  int64_t a_replans_ = -1;
+  int64_t a_replans_ = -1;  // plan stamp of side A's plan last drawn
 
   ByteInfo hovered_;
   int hovered_side_ = -1;

@@ -44,6 +44,20 @@ class PlanPanel : public IPanel {
   void DrawKnobs(PlanModel& m) {
     PlanKnobs& k = m.mutable_knobs();
     ImGui::TextDisabled("scenario: %s", m.scenario().source.c_str());
+    if (m.has_cluster()) {
+      // A P/D scenario: which engine's plan these knobs edit.
+      static const char* kRoles[] = {"prefill pool", "decode pool", "scenario's base engine"};
+      static const char* kRoleIds[] = {"prefill", "decode", ""};
+      int cur = m.role() == "prefill" ? 0 : m.role() == "decode" ? 1 : 2;
+      ImGui::PushItemWidth(170);
+      if (ImGui::Combo("engine", &cur, kRoles, IM_ARRAYSIZE(kRoles))) {
+        auto next = PlanModel::Load(m.scenario_path(), m.base_overrides(), kRoleIds[cur]);
+        if (next.ok()) m = std::move(next.value());
+      }
+      ImGui::PopItemWidth();
+      HelpMarker("P/D disaggregation: each pool has its own TP, block size and layout "
+                 "(cluster.prefill / cluster.decode); knob edits go to that pool");
+    }
     ImGui::PushItemWidth(170);
     const std::string current = k.model_preset.empty() ? "(scenario's own model)" : k.model_preset;
     if (ImGui::BeginCombo("model preset", current.c_str())) {
