@@ -11,9 +11,9 @@
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
 
+#include <time.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <time.h>
 
 #include <cfloat>
 #include <chrono>
@@ -26,7 +26,9 @@
 
 namespace {
 
-void GlfwError(int code, const char* what) { std::fprintf(stderr, "GLFW error %d: %s\n", code, what); }
+void GlfwError(int code, const char* what) {
+  std::fprintf(stderr, "GLFW error %d: %s\n", code, what);
+}
 
 kvsim::viz::Image ReadBackBuffer(int w, int h) {
   kvsim::viz::Image img;
@@ -39,7 +41,8 @@ kvsim::viz::Image ReadBackBuffer(int w, int h) {
   glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, bottom_up.data());
   const size_t row = static_cast<size_t>(w) * 4;
   for (int y = 0; y < h; ++y) {
-    std::copy_n(&bottom_up[static_cast<size_t>(h - 1 - y) * row], row, &img.rgba[static_cast<size_t>(y) * row]);
+    std::copy_n(&bottom_up[static_cast<size_t>(h - 1 - y) * row], row,
+                &img.rgba[static_cast<size_t>(y) * row]);
   }
   for (size_t i = 3; i < img.rgba.size(); i += 4) img.rgba[i] = 255;  // opaque PNGs
   return img;
@@ -113,8 +116,9 @@ int main(int argc, char** argv) {
 
   glfwSetErrorCallback(GlfwError);
   if (!glfwInit()) {
-    std::fprintf(stderr, "kvsim-viz: cannot open a window (no display?); for headless use run "
-                         "under xvfb-run -a\n");
+    std::fprintf(stderr,
+                 "kvsim-viz: cannot open a window (no display?); for headless use run "
+                 "under xvfb-run -a\n");
     return 1;
   }
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
@@ -229,13 +233,13 @@ int main(int argc, char** argv) {
     const int timed_frames = frames - kWarmup;
     const double cpu = ProcessCpuSeconds() - cpu0;
     const ImDrawData* dd = ImGui::GetDrawData();
-    std::printf("panel %s: %d frames in %.3f s = %.1f fps (mean %.2f ms: UI %.2f ms, GL %.2f ms; "
-                "worst %.2f ms) at %dx%d, %d vertices/frame; CPU %.2f ms/frame over all threads "
-                "= %.1f frames per CPU-second\n",
-                viewer.current_panel().id(), timed_frames, secs, timed_frames / secs,
-                1000.0 * secs / timed_frames, ui_ms / timed_frames, gl_ms / timed_frames,
-                worst_ms, width, height, dd ? dd->TotalVtxCount : 0, 1000.0 * cpu / timed_frames,
-                timed_frames / cpu);
+    std::printf(
+        "panel %s: %d frames in %.3f s = %.1f fps (mean %.2f ms: UI %.2f ms, GL %.2f ms; "
+        "worst %.2f ms) at %dx%d, %d vertices/frame; CPU %.2f ms/frame over all threads "
+        "= %.1f frames per CPU-second\n",
+        viewer.current_panel().id(), timed_frames, secs, timed_frames / secs,
+        1000.0 * secs / timed_frames, ui_ms / timed_frames, gl_ms / timed_frames, worst_ms, width,
+        height, dd ? dd->TotalVtxCount : 0, 1000.0 * cpu / timed_frames, timed_frames / cpu);
   }
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();

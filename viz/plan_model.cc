@@ -6,22 +6,30 @@ namespace kvsim::viz {
 
 LayoutChoice LayoutChoiceOf(KvOrder order) {
   switch (order) {
-    case KvOrder::kLBNHC: return LayoutChoice::kNhd;
+    case KvOrder::kLBNHC:
+      return LayoutChoice::kNhd;
     case KvOrder::kLBHNC:
-    case KvOrder::kLHBNC: return LayoutChoice::kHnd;
-    case KvOrder::kBLNHC: return LayoutChoice::kCrossLayerNhd;
+    case KvOrder::kLHBNC:
+      return LayoutChoice::kHnd;
+    case KvOrder::kBLNHC:
+      return LayoutChoice::kCrossLayerNhd;
     case KvOrder::kBLHNC:
-    case KvOrder::kBHLNC: return LayoutChoice::kCrossLayerHnd;
+    case KvOrder::kBHLNC:
+      return LayoutChoice::kCrossLayerHnd;
   }
   return LayoutChoice::kNhd;
 }
 
 const char* LayoutKey(LayoutChoice c) {
   switch (c) {
-    case LayoutChoice::kNhd: return "NHD";
-    case LayoutChoice::kHnd: return "HND";
-    case LayoutChoice::kCrossLayerNhd: return "BLNHC";
-    case LayoutChoice::kCrossLayerHnd: return "BLHNC";
+    case LayoutChoice::kNhd:
+      return "NHD";
+    case LayoutChoice::kHnd:
+      return "HND";
+    case LayoutChoice::kCrossLayerNhd:
+      return "BLNHC";
+    case LayoutChoice::kCrossLayerHnd:
+      return "BLHNC";
   }
   return "NHD";
 }

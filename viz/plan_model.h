@@ -27,8 +27,8 @@ inline constexpr const char* kLayoutChoiceNames[] = {"NHD", "HND", "cross-layer 
 inline constexpr const char* kMambaModeNames[] = {"none", "align", "all"};
 // KV dtypes offered in the UI, in vLLM's names; "auto" = the model dtype.
 inline constexpr const char* kKvDtypeChoices[] = {
-    "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_per_token_head", "int8",
-    "nvfp4"};
+    "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_per_token_head",
+    "int8", "nvfp4"};
 
 LayoutChoice LayoutChoiceOf(KvOrder order);
 // The `cache.layout` value of a choice ("NHD", "HND", "BLNHC", "BLHNC").

@@ -40,7 +40,8 @@ bool ParseQuantity(const std::string& s, double* out) {
     return true;
   }
   if (unit.size() != 1) return false;
-  const size_t u = kUnits.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+  const size_t u =
+      kUnits.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
   if (u == std::string::npos) return false;
   *out = v * std::pow(1024.0, static_cast<double>(u + 1));
   return true;
@@ -136,8 +137,8 @@ Result<SweepTable> ParseSweepCsv(std::string_view text, const std::string& sourc
     }
   }
   if (quoted) {
-    return Status::Error("bad_csv", source + ":" + std::to_string(rec_line) +
-                                        ": a quoted field is never closed");
+    return Status::Error(
+        "bad_csv", source + ":" + std::to_string(rec_line) + ": a quoted field is never closed");
   }
   if (!field.empty() || !rec.empty()) end_record();
   if (records.empty()) return Status::Error("bad_csv", source + ": empty file (no header row)");
@@ -148,8 +149,10 @@ Result<SweepTable> ParseSweepCsv(std::string_view text, const std::string& sourc
   for (size_t r = 1; r < records.size(); ++r) {
     if (records[r].size() != t.columns.size()) {
       return Status::Error("bad_csv", source + ":" + std::to_string(record_line[r]) + ": " +
-                                          std::to_string(records[r].size()) + " fields, the "
-                                          "header has " + std::to_string(t.columns.size()));
+                                          std::to_string(records[r].size()) +
+                                          " fields, the "
+                                          "header has " +
+                                          std::to_string(t.columns.size()));
     }
     t.rows.push_back(records[r]);
   }

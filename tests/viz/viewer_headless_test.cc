@@ -25,9 +25,9 @@ std::unique_ptr<Viewer> MakeViewer(std::vector<std::string> overrides = {},
 }
 
 TEST_CASE("every panel draws a valid frame, for a padded mixed-page-size plan too") {
-  for (const auto& overrides : {std::vector<std::string>{},
-                                std::vector<std::string>{"model.preset=mimo-style",
-                                                         "parallel.tp=4"}}) {
+  for (const auto& overrides :
+       {std::vector<std::string>{},
+        std::vector<std::string>{"model.preset=mimo-style", "parallel.tp=4"}}) {
     HeadlessImGui imgui;
     auto v = MakeViewer(overrides);
     for (int p = 0; p < v->num_panels(); ++p) {
@@ -125,8 +125,8 @@ TEST_CASE("hovering a page-map cell reports its coordinates and KvLayout offset"
   CHECK(byte - h.offset < a.raster.cell_bytes);
   CHECK(h.coord.token == 40);
   CHECK(h.coord.byte == 612 - (byte - h.offset));
-  CHECK(h.offset == layout.offset(h.coord.layer, h.coord.block, h.coord.head, h.coord.token,
-                                  h.coord.byte));
+  CHECK(h.offset ==
+        layout.offset(h.coord.layer, h.coord.block, h.coord.head, h.coord.token, h.coord.byte));
   // Next frame the hovered token is highlighted on both sides (B: pack 4, another page).
   imgui.Frame(frame);
   REQUIRE(panel->highlighted().has_value());

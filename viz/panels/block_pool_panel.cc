@@ -33,7 +33,8 @@ void BlockPoolPanel::Draw(ViewerContext& ctx) {
         std::strncpy(path_, n.c_str(), sizeof path_ - 1);
       }
     }
-    if (!path_[0] && !trace_names_.empty()) std::strncpy(path_, trace_names_[0].c_str(), sizeof path_ - 1);
+    if (!path_[0] && !trace_names_.empty())
+      std::strncpy(path_, trace_names_[0].c_str(), sizeof path_ - 1);
   }
   DrawControls(pm);
   if (!error_.empty()) {
@@ -56,21 +57,24 @@ void BlockPoolPanel::DrawControls(PlanModel& pm) {
   ImGui::PushItemWidth(300);
   if (ImGui::BeginCombo("##trace", path_)) {
     for (const auto& n : trace_names_) {
-      if (ImGui::Selectable(n.c_str(), n == path_)) std::strncpy(path_, n.c_str(), sizeof path_ - 1);
+      if (ImGui::Selectable(n.c_str(), n == path_))
+        std::strncpy(path_, n.c_str(), sizeof path_ - 1);
     }
     ImGui::EndCombo();
   }
   ImGui::SameLine();
   ImGui::InputText("trace", path_, sizeof path_);
   ImGui::PopItemWidth();
-  HelpMarker("a built-in sample trace, or a JSONL file: tokens or Mooncake hash_ids "
-             "(see sim/trace/request_trace.h)");
+  HelpMarker(
+      "a built-in sample trace, or a JSONL file: tokens or Mooncake hash_ids "
+      "(see sim/trace/request_trace.h)");
   ImGui::SameLine();
   ImGui::PushItemWidth(110);
   int cap = static_cast<int>(capacity_);
   if (ImGui::InputInt("blocks", &cap, 16, 256)) capacity_ = std::max(0, cap);
-  HelpMarker("pool size (num_gpu_blocks, incl. the null block); 0 = the plan's num_blocks. "
-             "Shrink it to watch eviction.");
+  HelpMarker(
+      "pool size (num_gpu_blocks, incl. the null block); 0 = the plan's num_blocks. "
+      "Shrink it to watch eviction.");
   ImGui::SameLine();
   int conc = static_cast<int>(concurrency_);
   if (ImGui::InputInt("live requests", &conc)) concurrency_ = std::clamp(conc, 0, 4096);
@@ -146,23 +150,26 @@ void BlockPoolPanel::DrawScrubber() {
   if (time_ != replay_->time()) replay_->SeekTo(time_);
   const PoolStep& s = replay_->steps()[static_cast<size_t>(time_)];
   const KvCacheManager& m = replay_->manager();
-  ImGui::Text("request %lld: %s prompt tokens, %s hit (%.1f%%)%s  |  pool: %s blocks, %s free, "
-              "%s cached, usage %.1f%%, %lld live requests  |  cumulative hit rate %.1f%%",
-              static_cast<long long>(time_), WithCommas(s.prompt_tokens).c_str(),
-              WithCommas(s.hit_tokens).c_str(),
-              s.prompt_tokens ? 100.0 * s.hit_tokens / s.prompt_tokens : 0.0,
-              s.served ? "" : " NOT SERVED", WithCommas(m.config().num_blocks).c_str(),
-              WithCommas(m.num_free_blocks()).c_str(),
-              WithCommas(m.pool().num_cached_blocks()).c_str(), 100.0 * s.usage,
-              static_cast<long long>(s.live_requests), 100.0 * s.cumulative_hit_rate);
+  ImGui::Text(
+      "request %lld: %s prompt tokens, %s hit (%.1f%%)%s  |  pool: %s blocks, %s free, "
+      "%s cached, usage %.1f%%, %lld live requests  |  cumulative hit rate %.1f%%",
+      static_cast<long long>(time_), WithCommas(s.prompt_tokens).c_str(),
+      WithCommas(s.hit_tokens).c_str(),
+      s.prompt_tokens ? 100.0 * s.hit_tokens / s.prompt_tokens : 0.0, s.served ? "" : " NOT SERVED",
+      WithCommas(m.config().num_blocks).c_str(), WithCommas(m.num_free_blocks()).c_str(),
+      WithCommas(m.pool().num_cached_blocks()).c_str(), 100.0 * s.usage,
+      static_cast<long long>(s.live_requests), 100.0 * s.cumulative_hit_rate);
 }
 
 Rgba BlockPoolPanel::BlockColour(BlockId b, bool* hit) const {
   *hit = false;
   switch (replay_->State(b)) {
-    case BlockState::kNull: return palette::kNull;
-    case BlockState::kFree: return palette::kFree;
-    case BlockState::kCached: return palette::kCached;
+    case BlockState::kNull:
+      return palette::kNull;
+    case BlockState::kFree:
+      return palette::kFree;
+    case BlockState::kCached:
+      return palette::kCached;
     case BlockState::kInUse: {
       *hit = replay_->WasHit(b);
       const int64_t r = replay_->Holder(b);
@@ -176,8 +183,8 @@ void BlockPoolPanel::DrawGrid(float width, float height) {
   const int64_t nb = replay_->config().num_blocks;
   height = std::max(60.0f, height);
   // Cells of at least 6 px; several blocks per cell when the pool is larger than that.
-  const int64_t max_cells = std::max<int64_t>(1, static_cast<int64_t>(width / 6) *
-                                                     static_cast<int64_t>(height / 6));
+  const int64_t max_cells =
+      std::max<int64_t>(1, static_cast<int64_t>(width / 6) * static_cast<int64_t>(height / 6));
   const int64_t per_cell = (nb + max_cells - 1) / max_cells;
   const int64_t cells = (nb + per_cell - 1) / per_cell;
   // Square-ish cells filling the area.
@@ -198,8 +205,10 @@ void BlockPoolPanel::DrawGrid(float width, float height) {
       bool any_hit = false;
       for (int64_t b = c * per_cell; b < std::min(nb, (c + 1) * per_cell); ++b) {
         const BlockState st = replay_->State(static_cast<BlockId>(b));
-        const int rank = st == BlockState::kInUse ? 3 : st == BlockState::kCached ? 2
-                         : st == BlockState::kFree ? 1 : 0;
+        const int rank = st == BlockState::kInUse    ? 3
+                         : st == BlockState::kCached ? 2
+                         : st == BlockState::kFree   ? 1
+                                                     : 0;
         bool hit = false;
         const Rgba bc = BlockColour(static_cast<BlockId>(b), &hit);
         any_hit |= hit;
@@ -297,7 +306,8 @@ void BlockPoolPanel::DrawPlots(float width, float height) {
   for (size_t i = 0; i < steps.size(); ++i) {
     const PoolStep& s = steps[i];
     const double x = static_cast<double>(i);
-    per.points.push_back({x, s.prompt_tokens ? static_cast<double>(s.hit_tokens) / s.prompt_tokens : 0, 1});
+    per.points.push_back(
+        {x, s.prompt_tokens ? static_cast<double>(s.hit_tokens) / s.prompt_tokens : 0, 1});
     cum.points.push_back({x, s.cumulative_hit_rate, 1});
     usage.points.push_back({x, s.usage, 1});
     cached.points.push_back({x, static_cast<double>(s.cached_blocks) / nb, 1});

@@ -30,7 +30,7 @@ inline constexpr const char* kCompareWhatNames[] = {"layout", "attn pack size", 
 // token's position in the sequence, so it can be found in a plan with other block sizes.
 struct TokenRef {
   std::string layer_name;
-  int64_t position = 0;  // block × manager-block tokens + token
+  int64_t position = 0;   // block × manager-block tokens + token
   bool is_state = false;  // a Mamba state: the whole state is highlighted
 };
 
@@ -86,8 +86,8 @@ class PageMapPanel : public IPanel {
   void RebuildRaster(Side& s, int cols, int max_rows);
   void DrawControls(ViewerContext& ctx);
   void DrawSide(int i, const PlanModel& model, float width, float height);
-  void DrawStrip(const PageMap& map, Side& s, float width, float height, bool selected,
-                 int group, int alike);
+  void DrawStrip(const PageMap& map, Side& s, float width, float height, bool selected, int group,
+                 int alike);
   void DrawInfo();
   void HandleKeys(const KvCachePlan& a);
   std::vector<ByteRange> RangesFor(const TokenRef& t, const Side& s, const KvCachePlan& plan,
