@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/int_math.h"
 #include "core/kv_layout.h"
 #include "core/status.h"
 
@@ -84,6 +85,8 @@ struct DecodeAttentionParams {
   int64_t heads_per_pass = 1;
   int64_t num_splits = 0;
   int64_t split_tokens = 0;  // SplitTokens(args)
+  KvAddressing addr;         // args.layout.Addressing(): the kernel's only stride math
+  FastDivmod per_block;      // args.layout.manager_block_tokens()
 };
 
 // REQUIRES: CanImplement(a).ok().
