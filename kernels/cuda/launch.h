@@ -22,6 +22,7 @@ struct DecodeTuning {
   int unroll = 0;      // K / V rows each lane has in flight
   int min_blocks = 0;  // CTAs per SM the register budget is fitted to
   int pipeline = -1;   // 1: the next rows' loads are issued before the current rows are used
+  int head_major = -1;  // 1: KV heads are the grid's fastest axis; 0: partitions are
 };
 
 Status LaunchRowCopy(const RowCopyParams& p, void* stream = nullptr, RowCopyTuning tuning = {});

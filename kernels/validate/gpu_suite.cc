@@ -131,12 +131,13 @@ struct Suite {
 
   void Add(const std::string& kernel, const std::string& variant, const std::string& size_key,
            KernelClass cls, int64_t bytes, bool held_out, double med, double mn, double mx,
-           int vec, bool is_plain) {
+           int vec, bool is_plain, int64_t item_bytes = 0) {
     TimingRow r;
     r.sample.kernel = kernel;
     r.sample.variant = variant;
     r.sample.cls = cls;
     r.sample.bytes = bytes;
+    r.sample.item_bytes = item_bytes;
     r.sample.seconds = med;
     r.sample.held_out = held_out;
     r.min_s = mn;
@@ -297,7 +298,7 @@ Status TimeAttention(Suite& s, const LayoutShape& shape, const std::string& name
   if (!st.ok()) return st;
   s.Add("decode_attention", name + " b=" + std::to_string(batch) + " ctx=" + std::to_string(ctx),
         std::to_string(batch) + "x" + std::to_string(ctx), KernelClass::kDecodeAttention,
-        DecodeKvBytes(a, batch * ctx), held_out, med, mn, mx, 16, is_plain);
+        DecodeKvBytes(a, batch * ctx), held_out, med, mn, mx, 16, is_plain, DecodeItemBytes(a));
   return Status::Ok();
 }
 

@@ -275,17 +275,20 @@ BENCHMARK(BM_RowCopyTuning)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
-// Args: batch, context, unroll, min CTAs per SM, pipeline (-1 default), split tokens (0 auto).
-// GQA 32:8, D 128, bf16, blocks of 16 in shuffled order; the output must equal the default
-// shape's bit for bit when the split is the same.
+// Args: batch, context, unroll, min CTAs per SM, pipeline (-1 default), split tokens (0 auto),
+// head-major grid (-1 default), layout (0 NHD bs 16, 1 kv_in_block NHD, 2 NHD bs 2096).
+// GQA 32:8, D 128, bf16, blocks in shuffled order; the output must equal the default shape's
+// bit for bit when the split is the same.
 void BM_DecodeTuning(benchmark::State& state) {
   if (Skip(state)) return;
 #ifdef KVSIM_HAVE_CUDA
   const int64_t batch = state.range(0), ctx = state.range(1);
   const DecodeTuning tune{static_cast<int>(state.range(2)), static_cast<int>(state.range(3)),
-                          static_cast<int>(state.range(4))};
+                          static_cast<int>(state.range(4)), static_cast<int>(state.range(6))};
   LayoutShape sh;
-  const int64_t per = ctx / 16;
+  if (state.range(7) == 1) sh.split = KvSplit::kKvInBlock;
+  if (state.range(7) == 2) sh.block_tokens = 2096;
+  const int64_t per = (ctx + sh.block_tokens - 1) / sh.block_tokens;
   const LayoutCase c = MakeLayoutCase("NHD", sh, batch * per + 1);
   const int64_t qh = sh.heads * 4;
   void *cache, *q, *bt, *lens, *out, *ws;
@@ -337,21 +340,17 @@ void BM_DecodeTuning(benchmark::State& state) {
 #endif
 }
 BENCHMARK(BM_DecodeTuning)
-    ->ArgsProduct({{32}, {16384}, {0}, {0}, {-1}, {0, 256, 1024}})
-    ->Args({32, 16384, 4, 6, 1, 0})
-    ->Args({32, 16384, 8, 4, 1, 0})
-    ->Args({32, 16384, 8, 5, 0, 0})
-    ->Args({32, 16384, 4, 8, 0, 0})
-    ->Args({32, 16384, 4, 8, 0, 256})
-    ->Args({32, 16384, 4, 6, 1, 256})
-    ->Args({16, 2048, 0, 0, -1, 0})
-    ->Args({16, 2048, 4, 8, 0, 0})
-    ->Args({16, 2048, 4, 6, 1, 0})
-    ->Args({16, 2048, 0, 0, -1, 128})
-    ->Args({4, 32768, 0, 0, -1, 0})
-    ->Args({4, 32768, 4, 8, 0, 0})
-    ->Args({4, 32768, 4, 6, 1, 0})
-    ->Args({4, 32768, 0, 0, -1, 256})
+    ->ArgsProduct({{32}, {16384}, {0}, {0}, {-1}, {0}, {-1, 0}, {0, 1, 2}})
+    ->Args({32, 16384, 8, 6, 0, 0, 0, 0})  // the round-2 shape
+    ->Args({32, 16384, 8, 6, 0, 0, 1, 0})
+    ->Args({32, 16384, 4, 6, 1, 0, -1, 0})
+    ->Args({32, 16384, 0, 0, -1, 256, -1, 0})
+    ->Args({16, 2048, 0, 0, -1, 0, -1, 0})
+    ->Args({16, 2048, 0, 0, -1, 0, 0, 0})
+    ->Args({16, 2048, 8, 6, 0, 0, 0, 0})
+    ->Args({4, 32768, 0, 0, -1, 0, -1, 0})
+    ->Args({4, 32768, 0, 0, -1, 0, 0, 0})
+    ->Args({1, 1024, 0, 0, -1, 0, -1, 0})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
