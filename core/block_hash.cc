@@ -1,5 +1,8 @@
 #include "core/block_hash.h"
 
+// Inlined (same library, same algorithm): XXH3 on short fixed-size blocks specializes to a
+// few dozen instructions, where the shared library's generic entry point costs twice that.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
@@ -68,6 +71,65 @@ BlockHash HashFullBlocks(BlockHash parent, std::span<const TokenId> tokens, int6
     out.push_back(parent);
   }
   return parent;
+}
+
+namespace {
+
+// Fixed block size: the compiler unrolls token generation and XXH3's length dispatch.
+template <int64_t B>
+BlockHash HashConsecutiveFixed(BlockHash parent, TokenId first, int64_t nblocks, BlockHash* out) {
+  alignas(64) uint32_t buf[B];  // unsigned: the increment after the last block may wrap
+  for (int64_t j = 0; j < B; ++j) buf[j] = static_cast<uint32_t>(first) + static_cast<uint32_t>(j);
+  for (int64_t k = 0; k < nblocks; ++k) {
+    parent = XXH3_64bits_withSeed(buf, sizeof buf, parent);
+    out[k] = parent;
+    for (int64_t j = 0; j < B; ++j) buf[j] += static_cast<uint32_t>(B);
+  }
+  return parent;
+}
+
+}  // namespace
+
+BlockHash HashConsecutiveBlocks(BlockHash parent, TokenId first, int64_t block_size,
+                                int64_t nblocks, std::vector<BlockHash>& out) {
+  if (nblocks <= 0) return parent;
+  const size_t at = out.size();
+  out.resize(at + static_cast<size_t>(nblocks));
+  BlockHash* o = out.data() + at;
+  switch (block_size) {
+    case 16: return HashConsecutiveFixed<16>(parent, first, nblocks, o);
+    case 32: return HashConsecutiveFixed<32>(parent, first, nblocks, o);
+    case 64: return HashConsecutiveFixed<64>(parent, first, nblocks, o);
+    case 128: return HashConsecutiveFixed<128>(parent, first, nblocks, o);
+    case 256: return HashConsecutiveFixed<256>(parent, first, nblocks, o);
+    case 512: return HashConsecutiveFixed<512>(parent, first, nblocks, o);
+    default: break;
+  }
+  const size_t bs = static_cast<size_t>(block_size);
+  constexpr size_t kStack = 2048;
+  uint32_t stack_buf[kStack];
+  std::vector<uint32_t> heap_buf;
+  uint32_t* buf = stack_buf;
+  if (bs > kStack) {
+    heap_buf.resize(bs);
+    buf = heap_buf.data();
+  }
+  for (size_t j = 0; j < bs; ++j) buf[j] = static_cast<uint32_t>(first) + static_cast<uint32_t>(j);
+  for (int64_t k = 0; k < nblocks; ++k) {
+    parent = XXH3_64bits_withSeed(buf, bs * sizeof(uint32_t), parent);
+    o[k] = parent;
+    for (size_t j = 0; j < bs; ++j) buf[j] += static_cast<uint32_t>(bs);
+  }
+  return parent;
+}
+
+void RequestBlockHasher::Assign(std::span<const BlockHash> hashes,
+                                std::span<const TokenId> tail) {
+  KVSIM_CHECK(keys_ == nullptr);
+  KVSIM_CHECK(static_cast<int64_t>(tail.size()) < block_size_);
+  hashes_.assign(hashes.begin(), hashes.end());
+  tail_.assign(tail.begin(), tail.end());
+  num_tokens_ = static_cast<int64_t>(hashes.size()) * block_size_ + static_cast<int64_t>(tail.size());
 }
 
 void RequestBlockHasher::Reset(int64_t block_size, const RequestKeys* keys) {

@@ -69,6 +69,13 @@ BlockHash HashBlock(BlockHash parent, std::span<const TokenId> tokens,
 BlockHash HashFullBlocks(BlockHash parent, std::span<const TokenId> tokens, int64_t block_size,
                          std::vector<BlockHash>& out);
 
+// Appends the hashes of `nblocks` full blocks whose tokens are consecutive ids — block k
+// holds first + k·block_size + j, j < block_size — chained from `parent`: exactly what
+// HashFullBlocks computes on those tokens, without materializing them (hash-id traces,
+// whose blocks are such runs). Token ids must stay below 2^31. Returns the last hash.
+BlockHash HashConsecutiveBlocks(BlockHash parent, TokenId first, int64_t block_size,
+                                int64_t nblocks, std::vector<BlockHash>& out);
+
 // Incremental hasher of one request: tokens arrive in pieces (prompt, then accepted output
 // tokens); every time a block of `block_size` fills up its hash is appended to hashes().
 // Only the unfinished tail (< block_size tokens) is kept, never the whole sequence.
@@ -77,6 +84,11 @@ class RequestBlockHasher {
   RequestBlockHasher() = default;
   void Reset(int64_t block_size, const RequestKeys* keys = nullptr);
   void Append(std::span<const TokenId> tokens);
+  // Replaces the state by a sequence given as the hashes of its full blocks (chained from
+  // kNoneHash, no extra keys — what HashFullBlocks computes) and the tokens of its unfinished
+  // last block (< block_size): the same state Append(all tokens) would reach on a hasher
+  // reset without keys, without the caller materializing the tokens.
+  void Assign(std::span<const BlockHash> hashes, std::span<const TokenId> tail);
 
   int64_t num_tokens() const { return num_tokens_; }
   int64_t block_size() const { return block_size_; }

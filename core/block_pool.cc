@@ -1,23 +1,38 @@
 #include "core/block_pool.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "core/check.h"
 
 namespace kvsim {
-namespace {
 
-inline uint64_t MixKey(BlockHash hash, int32_t group) {
-  // The hash is already uniform; fold the group in and spread it (murmur finalizer).
-  uint64_t x = hash ^ (static_cast<uint64_t>(static_cast<uint32_t>(group)) * 0x9e3779b97f4a7c15ULL);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
+namespace {
+constexpr size_t kHugePage = size_t{1} << 21;
 }
 
-}  // namespace
+void* AllocateLargeArray(size_t bytes) {
+  if (bytes < kHugePage) return ::operator new(bytes);
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  madvise(p, rounded, MADV_HUGEPAGE);  // a hint; failure just means small pages
+#endif
+  return p;
+}
 
+void FreeLargeArray(void* p, size_t bytes) {
+  if (bytes < kHugePage) {
+    ::operator delete(p);
+  } else {
+    std::free(p);
+  }
+}
 BlockPool::BlockPool(int64_t num_blocks, bool enable_caching, VllmSemantics semantics)
     : num_blocks_(num_blocks), enable_caching_(enable_caching), semantics_(semantics) {
   KVSIM_CHECK(num_blocks >= 1);
@@ -30,9 +45,14 @@ BlockPool::BlockPool(int64_t num_blocks, bool enable_caching, VllmSemantics sema
   ring_mask_ = rcap - 1;
   head_ = tail_ = uint64_t{1} << 62;  // room to prepend without wrapping below zero
   size_t cap = 16;
-  while (cap < 2 * n) cap <<= 1;
+  int bits = 4;
+  while (cap < 4 * n) {
+    cap <<= 1;
+    ++bits;
+  }
   map_.assign(cap, MapEntry{0, -1, kNoBlock});
   map_mask_ = cap - 1;
+  map_shift_ = 64 - bits;
   scratch_.reserve(n);
   compact_.reserve(n);
   // Blocks 1..n-1 in id order; block 0 is the null block and never enters the queue.
@@ -86,122 +106,135 @@ void BlockPool::QueuePrependRun(const BlockId* run, int64_t n) {
   num_free_ += n;
 }
 
-size_t BlockPool::SlotFor(BlockHash hash, int32_t group) const {
-  return static_cast<size_t>(MixKey(hash, group)) & map_mask_;
-}
+// The map and block arrays are passed in as locals so the hot loops keep the pointers,
+// mask and shift in registers (member loads would be repeated after every store).
+struct BlockPool::MapView {
+  MapEntry* map;
+  Block* blk;
+  size_t mask;
+  int shift;
 
-BlockId BlockPool::GetCachedBlock(BlockHash hash, int32_t group) const {
-  size_t i = SlotFor(hash, group);
-  while (true) {
-    const MapEntry& e = map_[i];
-    if (e.group < 0) return kNoBlock;
-    if (e.hash == hash && e.group == group) return e.first;
-    i = (i + 1) & map_mask_;
+  size_t Home(BlockHash hash, int32_t group) const {
+    const uint64_t k =
+        (hash + static_cast<uint64_t>(static_cast<uint32_t>(group)) * 0x9e3779b97f4a7c15ULL) *
+        0xbf58476d1ce4e5b9ULL;
+    return static_cast<size_t>(k >> shift);
   }
-}
 
-void BlockPool::PrefetchLookup(BlockHash hash, int32_t group) const {
-  __builtin_prefetch(&map_[SlotFor(hash, group)]);
+  // Inserts block b (its record already holds hash and group). A duplicate key is appended to
+  // the key's list, so lookups keep returning the first inserted block.
+  [[gnu::always_inline]] void Insert(BlockId b, BlockHash hash, int32_t group) const {
+    blk[b].dup_next = kNoBlock;
+    size_t i = Home(hash, group);
+    while (true) {
+      MapEntry& e = map[i];
+      if (e.group < 0) {
+        e = MapEntry{hash, group, b};
+        return;
+      }
+      if (e.hash == hash && e.group == group) {
+        BlockId x = e.first;
+        while (blk[x].dup_next != kNoBlock) x = blk[x].dup_next;
+        blk[x].dup_next = b;
+        return;
+      }
+      i = (i + 1) & mask;
+    }
+  }
+
+  // Removes block b (hashed) from its key's list, and the key when b was its only block.
+  [[gnu::always_inline]] void Erase(BlockId b) const {
+    Block& k = blk[b];
+    const BlockHash hash = k.hash;
+    const int32_t group = k.group;
+    size_t i = Home(hash, group);
+    while (!(map[i].hash == hash && map[i].group == group)) {
+      KVSIM_DCHECK(map[i].group >= 0);
+      i = (i + 1) & mask;
+    }
+    MapEntry& e = map[i];
+    if (e.first != b) [[unlikely]] {
+      BlockId x = e.first;
+      while (blk[x].dup_next != b) x = blk[x].dup_next;
+      blk[x].dup_next = k.dup_next;
+      k.dup_next = kNoBlock;
+      return;
+    }
+    if (k.dup_next != kNoBlock) [[unlikely]] {
+      e.first = k.dup_next;
+      k.dup_next = kNoBlock;
+      return;
+    }
+    // Backward-shift deletion keeps every probe run unbroken without tombstones: an entry
+    // after the hole moves back into it iff the hole lies between its home slot and its slot
+    // (its probe distance is at least its distance to the hole).
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+      const MapEntry& f = map[j];
+      if (f.group < 0) break;
+      const size_t home = Home(f.hash, f.group);
+      if (((j - home) & mask) >= ((j - hole) & mask)) {
+        map[hole] = f;
+        hole = j;
+      }
+    }
+    map[hole].group = -1;
+  }
+};
+
+BlockPool::MapView BlockPool::View() {
+  return MapView{map_.data(), blk_.data(), map_mask_, map_shift_};
 }
 
 void BlockPool::MapInsert(BlockId b) {
-  const BlockHash hash = blk_[static_cast<size_t>(b)].hash;
-  const int32_t group = blk_[static_cast<size_t>(b)].group;
-  size_t i = SlotFor(hash, group);
-  while (true) {
-    MapEntry& e = map_[i];
-    if (e.group < 0) {
-      e = MapEntry{hash, group, b};
-      blk_[static_cast<size_t>(b)].dup_next = kNoBlock;
-      return;
-    }
-    if (e.hash == hash && e.group == group) {
-      // Duplicate key: append at the end of the key's list (insertion order).
-      BlockId x = e.first;
-      while (blk_[static_cast<size_t>(x)].dup_next != kNoBlock) x = blk_[static_cast<size_t>(x)].dup_next;
-      blk_[static_cast<size_t>(x)].dup_next = b;
-      blk_[static_cast<size_t>(b)].dup_next = kNoBlock;
-      return;
-    }
-    i = (i + 1) & map_mask_;
-  }
+  const Block& k = blk_[static_cast<size_t>(b)];
+  View().Insert(b, k.hash, k.group);
 }
 
-void BlockPool::MapErase(BlockId b) {
-  const BlockHash hash = blk_[static_cast<size_t>(b)].hash;
-  const int32_t group = blk_[static_cast<size_t>(b)].group;
-  size_t i = SlotFor(hash, group);
-  while (true) {
-    MapEntry& e = map_[i];
-    KVSIM_DCHECK(e.group >= 0);
-    if (e.hash == hash && e.group == group) break;
-    i = (i + 1) & map_mask_;
-  }
-  MapEntry& e = map_[i];
-  Block& k = blk_[static_cast<size_t>(b)];
-  if (e.first != b) {
-    BlockId x = e.first;
-    while (blk_[static_cast<size_t>(x)].dup_next != b) x = blk_[static_cast<size_t>(x)].dup_next;
-    blk_[static_cast<size_t>(x)].dup_next = k.dup_next;
-    k.dup_next = kNoBlock;
-    return;
-  }
-  if (k.dup_next != kNoBlock) {
-    e.first = k.dup_next;
-    k.dup_next = kNoBlock;
-    return;
-  }
-  // Remove the entry: backward-shift deletion keeps every probe chain unbroken.
-  size_t hole = i;
-  size_t j = i;
-  while (true) {
-    j = (j + 1) & map_mask_;
-    const MapEntry& f = map_[j];
-    if (f.group < 0) break;
-    const size_t home = SlotFor(f.hash, f.group);
-    // f may move into the hole iff its home is not in the cyclic range (hole, j].
-    const bool in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-    if (!in_range) {
-      map_[hole] = f;
-      hole = j;
-    }
-  }
-  map_[hole] = MapEntry{0, -1, kNoBlock};
-}
+void BlockPool::MapErase(BlockId b) { View().Erase(b); }
 
 bool BlockPool::GetNewBlocks(int64_t n, BlockId* out) {
   if (n > num_free_) return false;
   // Take the ids off the head (a sequential scan of the ring), then evict in a software
-  // pipeline: block records are prefetched kRec blocks ahead and the map slots of their
-  // hashes kSlot blocks ahead, so the random accesses of many blocks overlap.
-  for (int64_t k = 0; k < n; ++k) {
-    BlockId b;
-    while ((b = ring_[head_ & ring_mask_]) == kTomb) ++head_;
-    ++head_;
-    out[k] = b;
+  // pipeline: block k's record is prefetched kRec blocks ahead and, once it has arrived, the
+  // map slot of its hash kSlot blocks ahead, so the random accesses of many blocks overlap
+  // and the erase itself rarely waits on memory.
+  {
+    const BlockId* ring = ring_.data();
+    const uint64_t rmask = ring_mask_;
+    uint64_t head = head_;
+    for (int64_t k = 0; k < n; ++k) {
+      BlockId b;
+      while ((b = ring[head & rmask]) == kTomb) ++head;
+      ++head;
+      out[k] = b;
+    }
+    head_ = head;
   }
   num_free_ -= n;
-  // Chunks of kChunk: prefetch the records, then (records present) the map slots, then
-  // evict — about three memory latencies per chunk instead of one or two per block.
-  constexpr int64_t kChunk = 32;
-  for (int64_t c = 0; c < n; c += kChunk) {
-    const int64_t e = std::min(n, c + kChunk);
-    for (int64_t k = c; k < e; ++k) __builtin_prefetch(&blk_[static_cast<size_t>(out[k])]);
-    for (int64_t k = c; k < e; ++k) {
-      const Block& a = blk_[static_cast<size_t>(out[k])];
-      if (a.group >= 0) PrefetchLookup(a.hash, a.group);
-    }
-    for (int64_t k = c; k < e; ++k) {
-      Block& blk = blk_[static_cast<size_t>(out[k])];
-      blk.pos = kNotQueued;
-      if (blk.group >= 0) {
-        MapErase(out[k]);
-        blk.group = -1;
-        --num_cached_;
-      }
-      blk.ref = 1;
+  const MapView v = View();
+  constexpr int64_t kRec = 48;
+  constexpr int64_t kSlot = 24;
+  auto prefetch_slot = [&](int64_t k) {
+    const Block& a = v.blk[out[k]];
+    if (a.group >= 0) __builtin_prefetch(&v.map[v.Home(a.hash, a.group)]);
+  };
+  for (int64_t k = 0; k < std::min(n, kRec); ++k) __builtin_prefetch(&v.blk[out[k]]);
+  for (int64_t k = 0; k < std::min(n, kSlot); ++k) prefetch_slot(k);
+  int64_t uncached = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    if (k + kRec < n) __builtin_prefetch(&v.blk[out[k + kRec]]);
+    if (k + kSlot < n) prefetch_slot(k + kSlot);
+    Block& blk = v.blk[out[k]];
+    blk.pos = kNotQueued;
+    blk.ref = 1;
+    if (blk.group >= 0) {
+      v.Erase(out[k]);
+      blk.group = -1;
+      ++uncached;
     }
   }
+  num_cached_ -= uncached;
   return true;
 }
 
@@ -214,40 +247,42 @@ void BlockPool::Touch(std::span<const BlockId> blocks) {
   }
 }
 
-void BlockPool::FreeBlocks(std::span<const BlockId> blocks) {
+template <bool kReversed>
+void BlockPool::FreeImpl(std::span<const BlockId> blocks) {
+  // Room for every append up front (compaction only drops tombstones, so doing it earlier
+  // changes no order), then plain stores.
+  if (tail_ - head_ + blocks.size() > ring_.size()) Compact(0);
   const bool latest = semantics_ == VllmSemantics::kLatest;
+  const bool unhashed_to_head = latest;
+  BlockId* const ring = ring_.data();
+  const uint64_t rmask = ring_mask_;
+  Block* const blk = blk_.data();
+  uint64_t tail = tail_;
+  int64_t appended = 0;
   scratch_.clear();
-  for (BlockId b : blocks) {
+  const size_t n = blocks.size();
+  for (size_t q = 0; q < n; ++q) {
+    const BlockId b = blocks[kReversed ? n - 1 - q : q];
     if (b == kNullBlock) continue;
-    Block& k = blk_[static_cast<size_t>(b)];
+    Block& k = blk[b];
     KVSIM_DCHECK(k.ref > 0);
     if (--k.ref != 0) continue;
-    if (latest && (k.group < 0 || !enable_caching_)) {
+    if (unhashed_to_head && (k.group < 0 || !enable_caching_)) {
       scratch_.push_back(b);
     } else {
-      QueueAppend(b);
+      ring[tail & rmask] = b;
+      k.pos = tail++;
+      ++appended;
     }
   }
+  tail_ = tail;
+  num_free_ += appended;
   if (!scratch_.empty()) QueuePrependRun(scratch_.data(), static_cast<int64_t>(scratch_.size()));
 }
 
-void BlockPool::FreeBlocksReversed(std::span<const BlockId> blocks) {
-  const bool latest = semantics_ == VllmSemantics::kLatest;
-  scratch_.clear();
-  for (size_t i = blocks.size(); i-- > 0;) {
-    const BlockId b = blocks[i];
-    if (b == kNullBlock) continue;
-    Block& k = blk_[static_cast<size_t>(b)];
-    KVSIM_DCHECK(k.ref > 0);
-    if (--k.ref != 0) continue;
-    if (latest && (k.group < 0 || !enable_caching_)) {
-      scratch_.push_back(b);
-    } else {
-      QueueAppend(b);
-    }
-  }
-  if (!scratch_.empty()) QueuePrependRun(scratch_.data(), static_cast<int64_t>(scratch_.size()));
-}
+void BlockPool::FreeBlocks(std::span<const BlockId> blocks) { FreeImpl<false>(blocks); }
+
+void BlockPool::FreeBlocksReversed(std::span<const BlockId> blocks) { FreeImpl<true>(blocks); }
 
 void BlockPool::CacheBlock(BlockId block, BlockHash hash, int32_t group) {
   Block& k = blk_[static_cast<size_t>(block)];
@@ -257,6 +292,30 @@ void BlockPool::CacheBlock(BlockId block, BlockHash hash, int32_t group) {
   k.group = group;
   ++num_cached_;
   MapInsert(block);
+}
+
+void BlockPool::CacheBlocks(const BlockId* blocks, const BlockHash* hashes, int64_t hash_stride,
+                            int64_t n, int32_t group) {
+  if (!enable_caching_) return;
+  const MapView v = View();
+  constexpr int64_t kAhead = 32;
+  for (int64_t k = 0; k < std::min(n, kAhead); ++k)
+    __builtin_prefetch(&v.map[v.Home(hashes[k * hash_stride], group)]);
+  int64_t cached = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) __builtin_prefetch(&v.map[v.Home(hashes[(k + kAhead) * hash_stride], group)]);
+    const BlockId b = blocks[k];
+    if (b == kNullBlock) continue;
+    Block& r = v.blk[b];
+    if (r.group >= 0) continue;
+    KVSIM_DCHECK(r.ref > 0);
+    const BlockHash h = hashes[k * hash_stride];
+    r.hash = h;
+    r.group = group;
+    ++cached;
+    v.Insert(b, h, group);
+  }
+  num_cached_ += cached;
 }
 
 bool BlockPool::EvictCachedBlock(BlockId block) {

@@ -28,6 +28,7 @@ CostModel::CostModel(const ModelSpec& model, const KvCachePlan& plan, const Hard
       mamba_state_bytes_ += static_cast<double>(s.mamba_state_bytes());
       continue;
     }
+    ++num_attention_layers_;
     AttnClass c;
     c.window = s.kind == LayerKind::kSlidingWindow ? s.sliding_window
                : s.kind == LayerKind::kChunkedLocal ? s.attention_chunk_size
@@ -65,6 +66,7 @@ StepCost CostModel::Finish() const {
   const double bw = hw_.hbm_bandwidth_gbps * 1e9 * hw_.mbu;
   const double gemm_flops = peak_flops_ * hw_.mfu;
   const double attn_flops = peak_flops_ * hw_.attention_mfu;
+  const double attn_bw = hw_.hbm_bandwidth_gbps * 1e9 * hw_.attention_mbu;
 
   // Dense part: GEMMs over the (active) weights of this rank.
   double dense_s = 0;
@@ -85,8 +87,9 @@ StepCost CostModel::Finish() const {
   for (const AttnClass& c : classes_) {
     const double flops = c.layers * c.flops_per_unit * c.flop_units;
     const double bytes = c.layers * c.kv_bytes_per_token * c.read_tokens;
-    attn_s += PartSeconds(flops, attn_flops, bytes, bw);
+    attn_s += PartSeconds(flops, attn_flops, bytes, attn_bw);
   }
+  attn_s += hw_.attention_call_us * 1e-6 * static_cast<double>(num_attention_layers_);
 
   // Recurrent layers: each sequence's state is read and written once per step.
   double rec_s = 0;

@@ -6,8 +6,9 @@
 //                the expected fraction of experts a batch of `tokens` touches, assuming
 //                uniform routing: 1 − (1 − active/total)^tokens);
 //   attention    per attention layer 4 · q_heads · D · Σ q·(ctx + (q+1)/2) FLOPs and
-//                Σ (ctx + q) · (KV bytes per token) read, with ctx capped by the sliding
-//                window; the draft model's layers count the same way;
+//                Σ (ctx + q) · (KV bytes per token) read (at attention_mbu), with ctx capped
+//                by the sliding window, plus attention_call_us per layer; the draft model's
+//                layers count the same way;
 //   recurrent    per Mamba/GDN layer: the state read and written once per sequence, and
 //                `mamba_flops_per_token_state_byte` FLOPs per token per state byte;
 //   fixed        step_overhead_us + layers · layer_overhead_us + seqs · seq_overhead_us,
@@ -42,6 +43,9 @@ struct HardwareSpec {
   double mfu = 0.55;                 // achievable fraction of peak FLOP/s in GEMMs
   double mbu = 0.80;                 // achievable fraction of HBM bandwidth
   double attention_mfu = 0.40;       // achievable fraction of peak FLOP/s in attention
+  double attention_mbu = 0.75;       // achievable fraction of HBM bandwidth reading KV
+  double attention_call_us = 0.0;    // fixed cost per attention layer per step (a calibrated
+                                     // decode-attention launch; 0 = inside layer_overhead_us)
   double step_overhead_us = 250.0;   // per engine step: scheduling, launch, sampling
   double layer_overhead_us = 4.0;    // per layer per step (kernel launches, norms)
   double seq_overhead_us = 2.0;      // per scheduled sequence per step (metadata, sampling)
@@ -112,6 +116,7 @@ class CostModel {
   int64_t tp_ = 1;
   int64_t num_layers_ = 0;
   int64_t num_mamba_layers_ = 0;
+  int64_t num_attention_layers_ = 0;
   double mamba_state_bytes_ = 0;  // Σ over Mamba layers, per rank per sequence
   double active_params_ = 0;
   double total_params_ = 0;

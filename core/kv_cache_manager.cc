@@ -225,7 +225,8 @@ KvCacheManager::KvCacheManager(const KvCacheManagerConfig& config)
     }
   }
   m.single_full = config_.groups.size() == 1 &&
-                  config_.groups[0].kind == KvGroupKind::kFullAttention && !config_.use_eagle;
+                  config_.groups[0].kind == KvGroupKind::kFullAttention && !config_.use_eagle &&
+                  !config_.disable_fast_paths;
   m.hit_blocks.resize(config_.groups.size());
 }
 
@@ -257,6 +258,15 @@ RequestHandle KvCacheManager::AddRequest(std::span<const TokenId> prompt,
   r.hasher.Append(prompt);
   r.num_prompt_tokens = static_cast<int64_t>(prompt.size());
   ++num_live_;
+  return h;
+}
+
+RequestHandle KvCacheManager::AddRequestWithHashes(std::span<const BlockHash> block_hashes,
+                                                   std::span<const TokenId> tail) {
+  const RequestHandle h = AddRequest({});
+  RequestState& r = impl_->reqs[static_cast<size_t>(h)];
+  r.hasher.Assign(block_hashes, tail);
+  r.num_prompt_tokens = r.hasher.num_tokens();
   return h;
 }
 
@@ -617,17 +627,10 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
       const int64_t B = config_.groups[g].block_size;
       const int64_t k = m.hash_ratio[g];
       const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(r.blocks[g].size()));
-      constexpr int64_t kAhead = 24;
-      for (int64_t j = r.num_cached[g]; j < std::min(nfull, r.num_cached[g] + kAhead); ++j)
-        pool_.PrefetchLookup(hashes[static_cast<size_t>((j + 1) * k - 1)], static_cast<int32_t>(g));
-      for (int64_t j = r.num_cached[g]; j < nfull; ++j) {
-        if (j + kAhead < nfull)
-          pool_.PrefetchLookup(hashes[static_cast<size_t>((j + kAhead + 1) * k - 1)],
-                               static_cast<int32_t>(g));
-        const BlockId b = r.blocks[g][static_cast<size_t>(j)];
-        if (b == kNullBlock || pool_.is_cached(b)) continue;
-        pool_.CacheBlock(b, hashes[static_cast<size_t>((j + 1) * k - 1)], static_cast<int32_t>(g));
-      }
+      const int64_t j0 = r.num_cached[g];
+      if (nfull > j0)
+        pool_.CacheBlocks(r.blocks[g].data() + j0, hashes.data() + (j0 + 1) * k - 1, k,
+                          nfull - j0, static_cast<int32_t>(g));
       r.num_cached[g] = std::max(r.num_cached[g], nfull);
     }
   }

@@ -93,6 +93,9 @@ struct KvCacheManagerConfig {
   bool use_eagle = false;             // EAGLE/MTP: drop the last hit block (§5.4)
   VllmSemantics semantics = VllmSemantics::kLatest;
   int64_t hash_block_size = 0;        // 0 = derived as vLLM does (§5.1)
+  // Tests only: run the general hybrid coordinator even for a single full-attention group
+  // (which otherwise takes a specialized lookup), so the two can be compared.
+  bool disable_fast_paths = false;
 
   // LCM of the group block sizes: hits and hybrid caching are multiples of it.
   int64_t scheduler_block_size() const;
@@ -142,6 +145,12 @@ class KvCacheManager {
   // Registers a request with its prompt and hashes the prompt's full blocks. `keys` (LoRA,
   // salt, multimodal items) is copied when non-empty.
   RequestHandle AddRequest(std::span<const TokenId> prompt, const RequestKeys& keys = {});
+  // The same as AddRequest(prompt) without extra keys, with the prompt given as the chained
+  // hashes of its full blocks at config().resolved_hash_block_size() (what HashFullBlocks
+  // computes from kNoneHash) plus the tokens of its unfinished last block. Lets replay hash
+  // straight from a trace's hash ids without materializing the tokens.
+  RequestHandle AddRequestWithHashes(std::span<const BlockHash> block_hashes,
+                                     std::span<const TokenId> tail);
   // Accepted output tokens (never drafts): extends the hash list.
   void AppendTokens(RequestHandle h, std::span<const TokenId> tokens);
   // Free(h), then forget the request; the handle may be reused by a later AddRequest.

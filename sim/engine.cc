@@ -151,7 +151,7 @@ void Engine::Reject(Live& l) {
 void Engine::OnSchedule() {
   if (step_in_flight_) return;
   if (state_.running.empty() && state_.waiting.empty()) return;
-  step_ = Schedule(params_, state_, adapter_);
+  Schedule(params_, state_, adapter_, step_);
   for (SimRequest* p : step_.preempted) {
     metrics_.Preemption();
     metrics_.record(p->id).preemptions = p->num_preemptions;

@@ -6,8 +6,9 @@
 namespace kvsim {
 namespace {
 
-// Bucket b covers [base^b, base^(b+1)) ticks with base = 1.01; values below 1 go to bucket 0.
-constexpr double kLogBase = 0.00995033085316809;  // ln(1.01)
+// Buckets: the binary exponent of the value and its top kMantissaBits mantissa bits, so a
+// bucket spans at most 1/2^kMantissaBits (< 0.8%) of its values. No log() per sample.
+constexpr int kMantissaBits = 7;
 
 Percentiles Exact(std::vector<double> v) {
   Percentiles p;
@@ -34,13 +35,20 @@ double Ms(Tick t) { return static_cast<double>(t) / 1e6; }
 
 int LogHistogram::Bucket(Tick v) {
   if (v < 1) return 0;
-  return 1 + static_cast<int>(std::floor(std::log(static_cast<double>(v)) / kLogBase));
+  const uint64_t u = static_cast<uint64_t>(v);
+  const int e = 63 - __builtin_clzll(u);  // floor(log2 v)
+  // The kMantissaBits bits below the leading one (exact for small values).
+  const uint64_t m = e >= kMantissaBits ? (u >> (e - kMantissaBits)) & ((1u << kMantissaBits) - 1)
+                                        : (u << (kMantissaBits - e)) & ((1u << kMantissaBits) - 1);
+  return 1 + (e << kMantissaBits) + static_cast<int>(m);
 }
 
 double LogHistogram::BucketValue(int b) {
   if (b == 0) return 0;
-  // Geometric middle of the bucket.
-  return std::exp((static_cast<double>(b - 1) + 0.5) * kLogBase);
+  const int e = (b - 1) >> kMantissaBits;
+  const int m = (b - 1) & ((1 << kMantissaBits) - 1);
+  // The middle of the bucket's value range.
+  return std::ldexp(1.0 + (m + 0.5) / (1 << kMantissaBits), e);
 }
 
 void LogHistogram::Add(Tick v) {

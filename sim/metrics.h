@@ -5,7 +5,7 @@
 //
 // Percentiles of per-request values (TTFT, TPOT, E2E) are exact (nearest rank over sorted
 // values). ITL — one value per token-emitting step per request, possibly tens of millions —
-// goes into a log-bucketed histogram with 1% relative resolution, so its percentiles are
+// goes into a log-bucketed histogram with < 0.8% relative resolution, so its percentiles are
 // within 1% of the exact ones. Everything is integer ticks or derived deterministically.
 #pragma once
 
@@ -37,7 +37,7 @@ struct Percentiles {
   int64_t count = 0;
 };
 
-// Log-bucketed histogram of non-negative tick values (1% relative resolution).
+// Log-bucketed histogram of non-negative tick values (< 0.8% relative resolution).
 class LogHistogram {
  public:
   void Add(Tick v);

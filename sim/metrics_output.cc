@@ -160,7 +160,7 @@ std::string CsvField(const std::string& s) {
 std::string FormatRunTable(const std::string& title, const std::vector<TableRow>& rows) {
   size_t w = 5;
   for (const auto& r : rows) w = std::max(w, r.label.size());
-  std::string out = title + "\n";
+  std::string out = title.empty() ? "" : title + "\n";
   out += fmt::format("  {:<{}}  {:>6}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}  {:>8}  {:>7}  {:>8}\n",
                      "point", w, "block", "hit rate", "TTFT ms", "TTFT p90", "TPOT ms",
                      "out tok/s", "preempt", "KV use", "pad MiB");

@@ -14,12 +14,36 @@ Rgba FromHsv(double h, double s, double v) {
   const double p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
   double r = v, g = t, b = p;
   switch (i) {
-    case 0: r = v; g = t; b = p; break;
-    case 1: r = q; g = v; b = p; break;
-    case 2: r = p; g = v; b = t; break;
-    case 3: r = p; g = q; b = v; break;
-    case 4: r = t; g = p; b = v; break;
-    default: r = v; g = p; b = q; break;
+    case 0:
+      r = v;
+      g = t;
+      b = p;
+      break;
+    case 1:
+      r = q;
+      g = v;
+      b = p;
+      break;
+    case 2:
+      r = p;
+      g = v;
+      b = t;
+      break;
+    case 3:
+      r = p;
+      g = q;
+      b = v;
+      break;
+    case 4:
+      r = t;
+      g = p;
+      b = v;
+      break;
+    default:
+      r = v;
+      g = p;
+      b = q;
+      break;
   }
   return MakeRgba(static_cast<int>(r * 255 + 0.5), static_cast<int>(g * 255 + 0.5),
                   static_cast<int>(b * 255 + 0.5));
@@ -27,12 +51,18 @@ Rgba FromHsv(double h, double s, double v) {
 
 Rgba StructureColour(Region r) {
   switch (r) {
-    case Region::kKey: return palette::kKey;
-    case Region::kValue: return palette::kValue;
-    case Region::kConvState: return palette::kConv;
-    case Region::kSsmState: return palette::kSsm;
-    case Region::kOtherState: return palette::kState;
-    case Region::kPadding: return palette::kPadding;
+    case Region::kKey:
+      return palette::kKey;
+    case Region::kValue:
+      return palette::kValue;
+    case Region::kConvState:
+      return palette::kConv;
+    case Region::kSsmState:
+      return palette::kSsm;
+    case Region::kOtherState:
+      return palette::kState;
+    case Region::kPadding:
+      return palette::kPadding;
   }
   return palette::kPadding;
 }
@@ -51,7 +81,9 @@ Rgba RampColour(double t) {
   const double x = t * 2;
   const int i = std::min(1, static_cast<int>(x));
   const double f = x - i;
-  auto mix = [&](int k) { return static_cast<int>(stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f + 0.5); };
+  auto mix = [&](int k) {
+    return static_cast<int>(stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f + 0.5);
+  };
   return MakeRgba(mix(0), mix(1), mix(2));
 }
 
@@ -66,13 +98,16 @@ Rgba CellColour(const ByteInfo& info, ColourBy mode, const PageMap& map) {
                      info.region == Region::kOtherState;
   if (state && mode != ColourBy::kLayer) return StructureColour(info.region);
   switch (mode) {
-    case ColourBy::kStructure: return StructureColour(info.region);
-    case ColourBy::kHead: return CategoricalColour(info.coord.head);
+    case ColourBy::kStructure:
+      return StructureColour(info.region);
+    case ColourBy::kHead:
+      return CategoricalColour(info.coord.head);
     case ColourBy::kToken: {
       const int64_t n = std::max<int64_t>(1, map.manager_block_tokens() - 1);
       return RampColour(static_cast<double>(info.manager_token) / static_cast<double>(n));
     }
-    case ColourBy::kLayer: return CategoricalColour(info.layer);
+    case ColourBy::kLayer:
+      return CategoricalColour(info.layer);
   }
   return palette::kPadding;
 }

@@ -22,12 +22,12 @@ constexpr int GreenOf(Rgba c) { return static_cast<int>((c >> 8) & 0xff); }
 constexpr int BlueOf(Rgba c) { return static_cast<int>((c >> 16) & 0xff); }
 
 namespace palette {
-constexpr Rgba kKey = MakeRgba(66, 133, 244);       // blue
-constexpr Rgba kValue = MakeRgba(244, 160, 36);     // orange
-constexpr Rgba kConv = MakeRgba(52, 168, 83);       // green
-constexpr Rgba kSsm = MakeRgba(156, 92, 214);       // purple
-constexpr Rgba kState = MakeRgba(0, 172, 193);      // teal
-constexpr Rgba kPadding = MakeRgba(96, 96, 104);    // grey, drawn hatched
+constexpr Rgba kKey = MakeRgba(66, 133, 244);     // blue
+constexpr Rgba kValue = MakeRgba(244, 160, 36);   // orange
+constexpr Rgba kConv = MakeRgba(52, 168, 83);     // green
+constexpr Rgba kSsm = MakeRgba(156, 92, 214);     // purple
+constexpr Rgba kState = MakeRgba(0, 172, 193);    // teal
+constexpr Rgba kPadding = MakeRgba(96, 96, 104);  // grey, drawn hatched
 constexpr Rgba kHatch = MakeRgba(150, 150, 160);
 constexpr Rgba kHighlight = MakeRgba(255, 236, 64);  // the hovered token, in both layouts
 constexpr Rgba kBackground = MakeRgba(24, 26, 30);

@@ -43,7 +43,9 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
   // Plot area: room for y tick labels on the left, x labels below, title above.
   const float left = 64, right = 16, top = fh * 1.8f, bottom = fh * 3.0f;
   const ImVec2 a(o.x + left, o.y + top), b(o.x + size.x - right, o.y + size.y - bottom);
-  auto px = [&](double x) { return a.x + static_cast<float>((tx(x) - x0) / (x1 - x0)) * (b.x - a.x); };
+  auto px = [&](double x) {
+    return a.x + static_cast<float>((tx(x) - x0) / (x1 - x0)) * (b.x - a.x);
+  };
   auto py = [&](double y) { return b.y - static_cast<float>((y - y0) / (y1 - y0)) * (b.y - a.y); };
 
   // Grid and ticks.
@@ -67,8 +69,8 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
   for (double v : xticks) {
     const float x = px(v);
     dl->AddLine(ImVec2(x, a.y), ImVec2(x, b.y), grid);
-    const std::string s = data.x_labels.empty() ? FormatTick(v)
-                                                : data.x_labels[static_cast<size_t>(v)];
+    const std::string s =
+        data.x_labels.empty() ? FormatTick(v) : data.x_labels[static_cast<size_t>(v)];
     const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
     dl->AddText(ImVec2(x - ts.x / 2, b.y + 4), axis, s.c_str());
   }
@@ -76,11 +78,13 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
   dl->AddLine(ImVec2(a.x, a.y), ImVec2(a.x, b.y), axis, 1.5f);
   const ImVec2 xl = ImGui::CalcTextSize(opt.x_label.c_str());
   dl->AddText(ImVec2((a.x + b.x - xl.x) / 2, b.y + fh + 8), axis, opt.x_label.c_str());
-  dl->AddText(ImVec2(o.x + 4, o.y + 2), axis, (opt.y_label + (opt.title.empty() ? "" : "   " + opt.title)).c_str());
+  dl->AddText(ImVec2(o.x + 4, o.y + 2), axis,
+              (opt.y_label + (opt.title.empty() ? "" : "   " + opt.title)).c_str());
 
   if (std::isfinite(opt.marker_x) && (!opt.log_x || opt.marker_x > 0)) {
     const float x = px(opt.marker_x);
-    if (x >= a.x && x <= b.x) dl->AddLine(ImVec2(x, a.y), ImVec2(x, b.y), palette::kHighlight, 1.5f);
+    if (x >= a.x && x <= b.x)
+      dl->AddLine(ImVec2(x, a.y), ImVec2(x, b.y), palette::kHighlight, 1.5f);
   }
   // Lines and markers.
   dl->PushClipRect(ImVec2(a.x - 4, a.y - 4), ImVec2(b.x + 4, b.y + 4), true);

@@ -16,7 +16,7 @@ struct ChartOptions {
   std::string title;
   std::string x_label;
   std::string y_label;
-  bool log_x = false;      // log2 x axis (block sizes, pack sizes); needs x > 0
+  bool log_x = false;  // log2 x axis (block sizes, pack sizes); needs x > 0
   bool y_from_zero = true;
   double marker_x = std::numeric_limits<double>::quiet_NaN();  // a vertical "now" line
   bool legend = true;

@@ -8,12 +8,18 @@ namespace kvsim::viz {
 
 const char* RegionName(Region r) {
   switch (r) {
-    case Region::kPadding: return "padding";
-    case Region::kKey: return "K";
-    case Region::kValue: return "V";
-    case Region::kConvState: return "conv state";
-    case Region::kSsmState: return "SSM state";
-    case Region::kOtherState: return "state";
+    case Region::kPadding:
+      return "padding";
+    case Region::kKey:
+      return "K";
+    case Region::kValue:
+      return "V";
+    case Region::kConvState:
+      return "conv state";
+    case Region::kSsmState:
+      return "SSM state";
+    case Region::kOtherState:
+      return "state";
   }
   return "?";
 }
@@ -105,8 +111,8 @@ Result<std::vector<PageOwner>> OwnersOf(const KvCachePlan& plan, PageSelection& 
                                               std::to_string(sel.tensor));
   }
   *title = "tensor " + std::to_string(sel.tensor) + " · block " + std::to_string(sel.block) +
-           " · group " + std::to_string(sel.group) + " (" +
-           std::string(LayerKindName(g.kind)) + ") · " + names;
+           " · group " + std::to_string(sel.group) + " (" + std::string(LayerKindName(g.kind)) +
+           ") · " + names;
   owners.push_back(std::move(o));
   return owners;
 }
@@ -121,8 +127,8 @@ Result<PageMap> PageMap::Build(const KvCachePlan& plan, const PageSelection& sel
   m.sel_ = selection;
   if (m.sel_.block < 0 || m.sel_.block >= plan.num_blocks) {
     return Status::Error("bad_selection", "block " + std::to_string(m.sel_.block) +
-                                              " is outside [0, " +
-                                              std::to_string(plan.num_blocks) + ")");
+                                              " is outside [0, " + std::to_string(plan.num_blocks) +
+                                              ")");
   }
   auto owners = OwnersOf(plan, m.sel_, &m.title_);
   if (!owners.ok()) return owners.status();
@@ -149,7 +155,8 @@ Result<PageMap> PageMap::Build(const KvCachePlan& plan, const PageSelection& sel
         int64_t at = 0;
         for (size_t st = 0; st < o.state_bytes.size(); ++st) {
           PageSegment seg;
-          seg.range = {l.offset(0, kb0, 0, 0, at), l.offset(0, kb0, 0, 0, at + o.state_bytes[st] - 1) + 1};
+          seg.range = {l.offset(0, kb0, 0, 0, at),
+                       l.offset(0, kb0, 0, 0, at + o.state_bytes[st] - 1) + 1};
           seg.region = StateRegion(o.state_names[st]);
           seg.layer = o.slot_layers[s];
           seg.label = name + " " + o.state_names[st];
@@ -161,9 +168,9 @@ Result<PageMap> PageMap::Build(const KvCachePlan& plan, const PageSelection& sel
       for (int64_t kb = kb0; kb < kb0 + l.kernel_split; ++kb) {
         const int64_t s64 = static_cast<int64_t>(s);
         PageSegment seg;
-        seg.range = {l.offset(s64, kb, 0, 0, 0),
-                     l.offset(s64, kb, l.num_heads - 1, l.block_tokens - 1,
-                              l.content_bytes() - 1) + 1};
+        seg.range = {
+            l.offset(s64, kb, 0, 0, 0),
+            l.offset(s64, kb, l.num_heads - 1, l.block_tokens - 1, l.content_bytes() - 1) + 1};
         seg.region = Region::kKey;
         seg.layer = o.slot_layers[s];
         seg.label = name + (l.v_bytes > 0 ? " K+V" : " K");
@@ -186,8 +193,9 @@ Result<PageMap> PageMap::Build(const KvCachePlan& plan, const PageSelection& sel
   const KvLayout& first = m.owners_.front().layout;
   m.page_.begin = first.offset(0, block * first.kernel_split, 0, 0, 0) - first.base_offset;
   m.page_.end = m.page_.begin + first.manager_page_bytes();
-  std::sort(m.segments_.begin(), m.segments_.end(),
-            [](const PageSegment& a, const PageSegment& b) { return a.range.begin < b.range.begin; });
+  std::sort(m.segments_.begin(), m.segments_.end(), [](const PageSegment& a, const PageSegment& b) {
+    return a.range.begin < b.range.begin;
+  });
   std::vector<PageSegment> all;
   int64_t at = m.page_.begin;
   for (const PageSegment& s : m.segments_) {
@@ -387,8 +395,8 @@ std::string DescribeOffset(const ByteInfo& info) {
   if (!info.valid()) return "";
   const KvCoord& c = info.coord;
   return "KvLayout::offset(" + std::to_string(c.layer) + ", " + std::to_string(c.block) + ", " +
-         std::to_string(c.head) + ", " + std::to_string(c.token) + ", " +
-         std::to_string(c.byte) + ") = " + WithCommas(info.offset);
+         std::to_string(c.head) + ", " + std::to_string(c.token) + ", " + std::to_string(c.byte) +
+         ") = " + WithCommas(info.offset);
 }
 
 }  // namespace kvsim::viz

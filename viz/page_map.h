@@ -39,8 +39,8 @@ struct ByteRange {
 struct PageOwner {
   KvLayout layout;
   LayerKind kind = LayerKind::kFullAttention;
-  std::vector<int> slot_layers;        // plan layer index per layer slot (-1: unused slot)
-  std::vector<std::string> slot_names;  // "L4"... per layer slot ("" when unused)
+  std::vector<int> slot_layers;          // plan layer index per layer slot (-1: unused slot)
+  std::vector<std::string> slot_names;   // "L4"... per layer slot ("" when unused)
   std::vector<std::string> state_names;  // Mamba: state names in page order
   std::vector<int64_t> state_bytes;      // Mamba: bytes per state
 };
@@ -48,10 +48,10 @@ struct PageOwner {
 // Everything the viewer says about one byte.
 struct ByteInfo {
   Region region = Region::kPadding;
-  int owner = -1;         // index into PageMap::owners(); -1 for padding
-  int layer = -1;         // plan layer index; -1 for padding
+  int owner = -1;  // index into PageMap::owners(); -1 for padding
+  int layer = -1;  // plan layer index; -1 for padding
   std::string layer_name;
-  KvCoord coord;          // kernel-block coordinates, as KvLayout::Decode returns them
+  KvCoord coord;              // kernel-block coordinates, as KvLayout::Decode returns them
   int64_t manager_token = 0;  // token within the manager block (kernel split undone)
   int state = -1;             // Mamba: state index
   int64_t state_byte = 0;     // Mamba: byte within that state
@@ -60,9 +60,9 @@ struct ByteInfo {
 };
 
 struct PageSelection {
-  int tensor = 0;       // slot tensor (ignored for a cross-layer slab, which is tensor 0)
-  int group = -1;       // which group's view of the tensor; -1 = the first group using it
-  int64_t block = 1;    // manager block id (0 is the null block, still drawable)
+  int tensor = 0;     // slot tensor (ignored for a cross-layer slab, which is tensor 0)
+  int group = -1;     // which group's view of the tensor; -1 = the first group using it
+  int64_t block = 1;  // manager block id (0 is the null block, still drawable)
 };
 
 // A labelled contiguous run of one owner's data (for the to-scale overview strip).

@@ -14,9 +14,9 @@ namespace kvsim::viz {
 // What every panel may read or change: the live plan and a one-line status message.
 struct ViewerContext {
   PlanModel* plan = nullptr;
-  std::string sweep_csv;   // --sweep: the CSV the Sweep panel opens at start
-  std::string trace;       // --trace: the request trace the Block pool panel replays
-  std::string status;      // shown in the status bar until replaced
+  std::string sweep_csv;  // --sweep: the CSV the Sweep panel opens at start
+  std::string trace;      // --trace: the request trace the Block pool panel replays
+  std::string status;     // shown in the status bar until replaced
   double fps = 0;
 };
 

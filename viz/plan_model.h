@@ -27,8 +27,8 @@ inline constexpr const char* kLayoutChoiceNames[] = {"NHD", "HND", "cross-layer 
 inline constexpr const char* kMambaModeNames[] = {"none", "align", "all"};
 // KV dtypes offered in the UI, in vLLM's names; "auto" = the model dtype.
 inline constexpr const char* kKvDtypeChoices[] = {
-    "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_per_token_head", "int8",
-    "nvfp4"};
+    "auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_per_token_head",
+    "int8", "nvfp4"};
 
 LayoutChoice LayoutChoiceOf(KvOrder order);
 // The `cache.layout` value of a choice ("NHD", "HND", "BLNHC", "BLHNC").
@@ -50,9 +50,12 @@ struct PlanKnobs {
 class PlanModel {
  public:
   // `scenario_path` empty = the built-in default scenario; `overrides` are "a.b=v" strings.
-  // Loads once with the scenario's own values and derives the knobs from it.
+  // Loads once with the scenario's own values and derives the knobs from it. `role`
+  // "prefill" or "decode" plans that pool of a P/D scenario (its `cluster.<role>` engine)
+  // instead of the scenario's own engine; knob edits then become cluster.<role>.* overrides.
   static Result<PlanModel> Load(const std::string& scenario_path,
-                                const std::vector<std::string>& overrides);
+                                const std::vector<std::string>& overrides,
+                                const std::string& role = "");
 
   const PlanKnobs& knobs() const { return knobs_; }
   PlanKnobs& mutable_knobs() { return knobs_; }
@@ -76,6 +79,15 @@ class PlanModel {
   bool model_has_draft() const { return model_has_draft_; }
   bool model_is_hybrid() const { return scenario_.model.has_mamba(); }
   int64_t replans() const { return replans_; }
+  // A stamp unique to the current plan across every PlanModel (a new one per Replan), so
+  // views caching a plan's pages know when to rebuild.
+  int64_t plan_stamp() const { return stamp_; }
+  // "" (the scenario's engine), "prefill" or "decode".
+  const std::string& role() const { return role_; }
+  // Whether the scenario describes P/D pools (cluster.prefill / cluster.decode).
+  bool has_cluster() const { return has_cluster_; }
+  const std::string& scenario_path() const { return path_; }
+  const std::vector<std::string>& base_overrides() const { return base_overrides_; }
 
   // The overrides Replan() applies for `k` (exposed for tests and the Plan panel's
   // "equivalent command" line).
@@ -83,8 +95,14 @@ class PlanModel {
   std::string EquivalentCommand() const;
 
  private:
+  // The scenario to plan: the loaded one, or its `role` pool.
+  Result<Scenario> Select(Result<Scenario> loaded) const;
+
   std::string path_;
   std::vector<std::string> base_overrides_;
+  std::string role_;
+  bool has_cluster_ = false;
+  int64_t stamp_ = 0;
   PlanKnobs knobs_;
   PlanKnobs scenario_knobs_;
   PlanKnobs planned_knobs_;

@@ -8,7 +8,8 @@
 namespace kvsim::viz {
 
 uint32_t Image::Pixel(int x, int y) const {
-  const size_t i = (static_cast<size_t>(y) * static_cast<size_t>(width) + static_cast<size_t>(x)) * 4;
+  const size_t i =
+      (static_cast<size_t>(y) * static_cast<size_t>(width) + static_cast<size_t>(x)) * 4;
   uint32_t v;
   std::memcpy(&v, &rgba[i], 4);
   return v;

@@ -13,7 +13,7 @@ namespace kvsim::viz {
 struct Image {
   int width = 0;
   int height = 0;
-  std::vector<uint8_t> rgba;  // row-major, top row first, 4 bytes per pixel
+  std::vector<uint8_t> rgba;           // row-major, top row first, 4 bytes per pixel
   uint32_t Pixel(int x, int y) const;  // 0xAABBGGRR like Rgba
 };
 

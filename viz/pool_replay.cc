@@ -97,19 +97,19 @@ int64_t PoolReplay::Step(size_t i) {
   // once; keeping it one step longer is what lets the grid show its blocks in use).
   const int64_t limit = std::max<int64_t>(1, options_.concurrency);
   if (static_cast<int64_t>(live_.size()) >= limit) complete_oldest();
-  auto on_pressure = [&]() {
-    return options_.concurrency > 0 ? complete_oldest() : false;
-  };
+  auto on_pressure = [&]() { return options_.concurrency > 0 ? complete_oldest() : false; };
   int64_t hit = -1;
   while (true) {  // as sim/replay's AdmitWholePrompt
     const PrefixHit ph = m.GetComputedBlocks(h, 0);
     int64_t n = prompt - ph.num_tokens;
-    if (mamba_align) n = m.MambaAlignedSplit(h, ph.num_tokens, n, ph.shared_prefix_tokens, INT64_MAX);
+    if (mamba_align)
+      n = m.MambaAlignedSplit(h, ph.num_tokens, n, ph.shared_prefix_tokens, INT64_MAX);
     if (m.AllocateSlots(h, 0, n, ph.num_tokens, 0, /*full_sequence_must_fit=*/true)) {
       int64_t comp = ph.num_tokens + n;
       bool ok = true;
       while (ok && comp < prompt) {
-        const int64_t k = m.MambaAlignedSplit(h, comp, prompt - comp, ph.shared_prefix_tokens, INT64_MAX);
+        const int64_t k =
+            m.MambaAlignedSplit(h, comp, prompt - comp, ph.shared_prefix_tokens, INT64_MAX);
         while (!m.AllocateSlots(h, comp, k)) {
           if (!on_pressure()) {
             m.Free(h);

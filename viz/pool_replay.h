@@ -33,8 +33,8 @@ struct PoolStep {
   int64_t prompt_tokens = 0;
   int64_t hit_tokens = 0;  // 0 when not served
   bool served = true;
-  double usage = 0;              // pool usage after admitting (vLLM's 1 − free/(n−1))
-  int64_t cached_blocks = 0;     // blocks with a hash
+  double usage = 0;           // pool usage after admitting (vLLM's 1 − free/(n−1))
+  int64_t cached_blocks = 0;  // blocks with a hash
   int64_t live_requests = 0;
   double cumulative_hit_rate = 0;  // Σ hit / Σ prompt over served requests so far
 };

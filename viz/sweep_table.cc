@@ -1,6 +1,7 @@
 #include "viz/sweep_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,43 @@ bool ParseDouble(const std::string& s, double* out) {
   if (b < e && *b == '+') ++b;
   auto r = std::from_chars(b, e, *out);
   return r.ec == std::errc() && r.ptr == e;
+}
+
+// Numbers, and byte sizes as scenarios write them ("16GiB", "512MiB", "1TiB", "4k"), so
+// that such columns sort by size rather than as text.
+bool ParseQuantity(const std::string& s, double* out) {
+  if (ParseDouble(s, out)) return true;
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  if (i == 0) return false;
+  double v;
+  if (!ParseDouble(s.substr(0, i), &v)) return false;
+  std::string unit = s.substr(i);
+  if (!unit.empty() && unit.back() == 'B') unit.pop_back();
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
+  static const std::string kUnits = "KMGTP";
+  if (unit.empty()) {
+    *out = v;
+    return true;
+  }
+  if (unit.size() != 1) return false;
+  const size_t u =
+      kUnits.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+  if (u == std::string::npos) return false;
+  *out = v * std::pow(1024.0, static_cast<double>(u + 1));
+  return true;
+}
+
+// Orders labels by quantity when every one parses as one, else as text.
+void SortLabels(std::vector<std::string>& v) {
+  bool all = true;
+  double d;
+  for (const auto& s : v) all = all && ParseQuantity(s, &d);
+  std::stable_sort(v.begin(), v.end(), [&](const std::string& a, const std::string& b) {
+    double da = 0, db = 0;
+    if (all && ParseQuantity(a, &da) && ParseQuantity(b, &db)) return da < db;
+    return a < b;
+  });
 }
 
 }  // namespace
@@ -99,8 +137,8 @@ Result<SweepTable> ParseSweepCsv(std::string_view text, const std::string& sourc
     }
   }
   if (quoted) {
-    return Status::Error("bad_csv", source + ":" + std::to_string(rec_line) +
-                                        ": a quoted field is never closed");
+    return Status::Error(
+        "bad_csv", source + ":" + std::to_string(rec_line) + ": a quoted field is never closed");
   }
   if (!field.empty() || !rec.empty()) end_record();
   if (records.empty()) return Status::Error("bad_csv", source + ": empty file (no header row)");
@@ -111,8 +149,10 @@ Result<SweepTable> ParseSweepCsv(std::string_view text, const std::string& sourc
   for (size_t r = 1; r < records.size(); ++r) {
     if (records[r].size() != t.columns.size()) {
       return Status::Error("bad_csv", source + ":" + std::to_string(record_line[r]) + ": " +
-                                          std::to_string(records[r].size()) + " fields, the "
-                                          "header has " + std::to_string(t.columns.size()));
+                                          std::to_string(records[r].size()) +
+                                          " fields, the "
+                                          "header has " +
+                                          std::to_string(t.columns.size()));
     }
     t.rows.push_back(records[r]);
   }
@@ -150,7 +190,17 @@ ChartData BuildChart(const SweepTable& t, int x_col, int series_col, int metric_
   if (x_col < 0 || x_col >= ncols || metric_col < 0 || metric_col >= ncols) return out;
   if (series_col >= ncols) series_col = -1;
   const bool x_numeric = t.numeric[static_cast<size_t>(x_col)];
-  std::map<std::string, int> x_index;  // non-numeric x: first-appearance order
+  std::map<std::string, int> x_index;  // non-numeric x: categories in quantity/text order
+  if (!x_numeric) {
+    for (const auto& row : t.rows) {
+      const std::string& xs = row[static_cast<size_t>(x_col)];
+      if (std::find(out.x_labels.begin(), out.x_labels.end(), xs) == out.x_labels.end()) {
+        out.x_labels.push_back(xs);
+      }
+    }
+    SortLabels(out.x_labels);
+    for (size_t i = 0; i < out.x_labels.size(); ++i) x_index[out.x_labels[i]] = static_cast<int>(i);
+  }
   struct Acc {
     double sum = 0;
     int n = 0;
@@ -172,12 +222,7 @@ ChartData BuildChart(const SweepTable& t, int x_col, int series_col, int metric_
         continue;
       }
     } else {
-      auto it = x_index.find(xs);
-      if (it == x_index.end()) {
-        it = x_index.emplace(xs, static_cast<int>(out.x_labels.size())).first;
-        out.x_labels.push_back(xs);
-      }
-      x = it->second;
+      x = x_index.at(xs);
     }
     const std::string key = series_col >= 0 ? row[static_cast<size_t>(series_col)] : "";
     if (!acc.count(key)) series_order.push_back(key);
@@ -185,13 +230,7 @@ ChartData BuildChart(const SweepTable& t, int x_col, int series_col, int metric_
     a.sum += y;
     ++a.n;
   }
-  const bool s_numeric = series_col >= 0 && t.numeric[static_cast<size_t>(series_col)];
-  std::stable_sort(series_order.begin(), series_order.end(),
-                   [&](const std::string& a, const std::string& b) {
-                     double da, db;
-                     if (s_numeric && ParseDouble(a, &da) && ParseDouble(b, &db)) return da < db;
-                     return a < b;
-                   });
+  SortLabels(series_order);
   for (const auto& key : series_order) {
     Series s;
     s.label = series_col >= 0 ? t.columns[static_cast<size_t>(series_col)] + " = " + key

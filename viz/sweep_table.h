@@ -19,8 +19,8 @@ struct SweepTable {
   std::string source;
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;  // every row has columns.size() cells
-  std::vector<bool> is_key;   // a swept key path (has a '.')
-  std::vector<bool> numeric;  // every non-empty cell parses as a number
+  std::vector<bool> is_key;                    // a swept key path (has a '.')
+  std::vector<bool> numeric;                   // every non-empty cell parses as a number
 
   int Find(std::string_view column) const;
   std::vector<int> KeyColumns() const;
@@ -45,11 +45,11 @@ struct Series {
 struct ChartData {
   std::vector<Series> series;
   std::vector<std::string> x_labels;  // non-numeric x: the category names, x = 0, 1, ...
-  int skipped_rows = 0;                // rows whose metric is empty or not a number
+  int skipped_rows = 0;               // rows whose metric is empty or not a number
 };
 
-// `series_col` < 0: one line. Series are ordered by their key value (numerically when the
-// column is numeric).
+// `series_col` < 0: one line. Series (and text x categories) are ordered by value: numbers
+// and byte sizes ("16GiB" < "110GiB" < "1TiB") by size, anything else as text.
 ChartData BuildChart(const SweepTable& t, int x_col, int series_col, int metric_col);
 
 // Round tick values covering [lo, hi] (at most about `max_ticks`).

@@ -9,6 +9,11 @@ namespace kvsim::viz {
 Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
   auto plan = PlanModel::Load(options.scenario_path, options.overrides);
   if (!plan.ok()) return plan.status();
+  // A P/D scenario opens on its prefill pool (the Page map compares it with the decode pool).
+  if (plan->has_cluster()) {
+    plan = PlanModel::Load(options.scenario_path, options.overrides, "prefill");
+    if (!plan.ok()) return plan.status();
+  }
   auto v = std::unique_ptr<Viewer>(new Viewer());
   v->plan_ = std::make_unique<PlanModel>(std::move(plan.value()));
   v->ctx_.plan = v->plan_.get();
@@ -90,7 +95,10 @@ void Viewer::Frame() {
   ImGuiIO& io = ImGui::GetIO();
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings |
-                                 ImGuiWindowFlags_NoBringToFrontOnFocus;
+                                 ImGuiWindowFlags_NoBringToFrontOnFocus |
+                                 // The renderer clears to the window colour: one full-screen
+                                 // blended pass fewer, which matters under software GL.
+                                 ImGuiWindowFlags_NoBackground;
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(io.DisplaySize);
   ImGui::PushStyleVar(ImGuiStyleVar_WindowRounding, 0);

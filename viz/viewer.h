@@ -23,7 +23,7 @@ struct ViewerOptions {
   std::string scenario_path;  // empty: the built-in default scenario
   std::vector<std::string> overrides;
   std::string sweep_csv;
-  std::string trace;  // empty: a built-in sample trace
+  std::string trace;           // empty: a built-in sample trace
   std::string panel = "plan";  // initial panel id
 };
 

@@ -153,6 +153,7 @@ void RunReplay(const ReplayArgs& a) {
     j["hit_tokens"] = r.hit_tokens;
     j["hit_rate"] = r.hit_rate();
     j["blocks_per_s"] = r.blocks_per_s();
+    j["blocks_per_cpu_s"] = r.blocks_per_cpu_s();
     j["served"] = r.served;
     j["not_served"] = r.not_served;
     j["skipped_lines"] = trace->skipped_lines();

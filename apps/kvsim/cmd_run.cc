@@ -6,6 +6,7 @@
 // DIR/points/NNNN for several, plus DIR/summary.csv).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "sim/metrics_output.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
+#include "sim/workload/i_workload.h"
 
 namespace kvsim::cli {
 namespace {
@@ -52,6 +54,9 @@ void RunRun(const RunArgs& a) {
     ExitCode() = RunClusterPoints(points.value(), source, {a.out_dir, a.json}, std::cout,
                                   std::cerr);
     return;
+  }
+  if (Status w = CheckWorkload(first->sim.workload); !w.ok()) {
+    return (void)ReportError(w, a.json);
   }
   const bool many = points->size() > 1;
   std::map<int64_t, PointResult> results;
@@ -113,6 +118,11 @@ void RunRun(const RunArgs& a) {
       f << line << "\n";
     }
   }
+  // When every point failed there is no table to show: report the first error instead.
+  if (!results.empty() && std::all_of(results.begin(), results.end(),
+                                      [](const auto& kv) { return !kv.second.status.ok(); })) {
+    return (void)ReportError(results.begin()->second.status, a.json);
+  }
   if (a.json) {
     nlohmann::ordered_json j;
     j["scenario"] = first->name;
@@ -123,11 +133,17 @@ void RunRun(const RunArgs& a) {
     std::cout << fmt::format("kvsim run: {} — {}\n", s.name, s.description);
     std::cout << fmt::format("  model {} (TP {}), hardware {} [{}], seed {}\n", s.model.name,
                              s.cache.tp, s.sim.hardware.name, s.sim.hardware_source, s.seed);
-    std::cout << fmt::format("  budget {} tokens / {} seqs, KV memory {:.1f} GiB\n\n",
+    std::cout << fmt::format("  budget {} tokens / {} seqs, KV memory {:.1f} GiB\n",
                              s.scheduler.max_num_batched_tokens, s.scheduler.max_num_seqs,
                              static_cast<double>(s.cache.kv_memory_bytes) / (1 << 30));
     // The workload line comes from a point that ran (it names the trace actually used).
-    std::cout << FormatRunTable("", rows);
+    for (const auto& [idx, r] : results) {
+      if (r.status.ok()) {
+        std::cout << "  workload " << r.workload << "\n";
+        break;
+      }
+    }
+    std::cout << "\n" << FormatRunTable("", rows);
     if (!results.empty()) {
       const PointResult& r0 = results.begin()->second;
       std::cout << fmt::format("\n  {} requests finished per point (first point: {:.1f}s "

@@ -12,6 +12,7 @@
 #include "apps/kvsim/commands.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
+#include "sim/workload/i_workload.h"
 
 namespace kvsim::cli {
 namespace {
@@ -55,6 +56,7 @@ void RunSweepCmd(const SweepArgs& a) {
   if (!points.ok()) return (void)ReportError(points.status(), false);
   auto first = ParseScenario(points->front().tree, a.scenario.scenario);
   if (!first.ok()) return (void)ReportError(first.status(), false);
+  if (Status w = CheckWorkload(first->sim.workload); !w.ok()) return (void)ReportError(w, false);
   Status s = RunSweep(tree.value(), a.scenario.scenario, o, std::cerr);
   if (!s.ok()) return (void)ReportError(s, false);
   std::cout << SweepCsvPath(o) << "\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <deque>
 
 #include "core/int_math.h"
@@ -48,7 +49,9 @@ ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& confi
   const int64_t sb = config.scheduler_block_size();
   const bool mamba_align = config.has_mamba_align();
   if (options.per_request) res.outcomes.reserve(trace.size());
-  std::vector<TokenId> tokens;
+  const int64_t hash_block = config.resolved_hash_block_size();
+  std::vector<BlockHash> hashes;
+  std::vector<TokenId> tail;
   std::deque<RequestHandle> live;
   auto complete_oldest = [&]() {
     if (live.empty()) return false;
@@ -59,11 +62,19 @@ ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& confi
   auto no_pressure_relief = [] { return false; };
 
   const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t c0 = std::clock();
   for (size_t i = 0; i < trace.size(); ++i) {
-    trace.PromptTokens(i, tokens);
-    const int64_t prompt = static_cast<int64_t>(tokens.size());
+    // Hashes straight from the trace (hash ids are never expanded into tokens).
+    const int64_t prompt = trace[i].input_length;
     res.blocks += CeilDiv(prompt, sb);
-    const RequestHandle h = m.AddRequest(tokens);
+    RequestHandle h;
+    if (options.materialize_tokens) {
+      trace.PromptTokens(i, tail);
+      h = m.AddRequest(tail);
+    } else {
+      trace.PromptBlockHashes(i, hash_block, hashes, tail);
+      h = m.AddRequestWithHashes(hashes, tail);
+    }
     int64_t hit;
     if (options.concurrency <= 0) {
       hit = AdmitWholePrompt(m, h, prompt, mamba_align, no_pressure_relief);
@@ -90,6 +101,7 @@ ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& confi
   while (complete_oldest()) {
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.cpu_seconds = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
   return res;
 }
 

@@ -25,6 +25,9 @@ namespace kvsim {
 struct ReplayOptions {
   int64_t concurrency = 0;   // 0: free each request right after it is cached
   bool per_request = false;  // fill ReplayResult::outcomes
+  // Tests only: materialize each prompt's tokens and hash them in the manager (the general
+  // path) instead of hashing straight from the trace's hash ids.
+  bool materialize_tokens = false;
 };
 
 struct RequestOutcome {
@@ -41,7 +44,9 @@ struct ReplayResult {
   int64_t prompt_tokens = 0; // Σ over served requests
   int64_t hit_tokens = 0;    // Σ over served requests
   int64_t blocks = 0;        // Σ cdiv(prompt, block) over all requests (scheduler block)
-  double seconds = 0;        // wall time of the replay loop (tokens, hashing, cache ops)
+  double seconds = 0;        // wall time of the replay loop (hashing and cache ops; the
+                             // trace is parsed before)
+  double cpu_seconds = 0;    // CPU time of the same loop (robust on a loaded machine)
   std::vector<RequestOutcome> outcomes;
 
   double hit_rate() const {
@@ -49,6 +54,9 @@ struct ReplayResult {
                              : 0.0;
   }
   double blocks_per_s() const { return seconds > 0 ? static_cast<double>(blocks) / seconds : 0; }
+  double blocks_per_cpu_s() const {
+    return cpu_seconds > 0 ? static_cast<double>(blocks) / cpu_seconds : 0;
+  }
 };
 
 ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& config,

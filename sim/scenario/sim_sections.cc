@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
+
+#include <fmt/format.h>
 
 #include "sim/embedded_data.h"
 #include "sim/scenario/scenario.h"
@@ -65,6 +68,11 @@ void ParseHardwareKeys(ConfigReader& r, HardwareSpec& h) {
   h.mbu = r.Double("mbu", h.mbu, "achievable fraction of HBM bandwidth", 1e-4, 1);
   h.attention_mfu = r.Double("attention_mfu", h.attention_mfu,
                              "achievable fraction of peak FLOP/s in attention", 1e-4, 1);
+  h.attention_mbu = r.Double("attention_mbu", h.attention_mbu,
+                             "achievable fraction of HBM bandwidth reading KV in attention",
+                             1e-4, 1);
+  h.attention_call_us = r.Double("attention_call_us", h.attention_call_us,
+                                 "fixed cost per attention layer per step, us", 0);
   h.step_overhead_us =
       r.Double("step_overhead_us", h.step_overhead_us, "fixed cost per engine step, us", 0);
   h.layer_overhead_us =
@@ -76,6 +84,52 @@ void ParseHardwareKeys(ConfigReader& r, HardwareSpec& h) {
   h.mamba_flops_per_token_state_byte =
       r.Double("mamba_flops_per_token_state_byte", h.mamba_flops_per_token_state_byte,
                "recurrent-layer FLOPs per token per state byte", 0);
+}
+
+double ScalarDouble(const ConfigNode* n, double def) {
+  if (!n || !n->is_scalar()) return def;
+  char* end = nullptr;
+  const double v = std::strtod(n->scalar.c_str(), &end);
+  return (end && *end == '\0' && v > 0) ? v : def;
+}
+
+// A profile written by `kvsim gpu-validate --calibrate` (core/hardware_profile.h: SI units
+// under a top-level `hardware:` map, kernel-class lines t = fixed + bytes / rate) mapped onto
+// the step-time model's keys:
+//   hbm_peak_bytes_per_s → hbm_bandwidth_gbps;  copy_bytes_per_s / peak → mbu (streaming
+//   weights runs at copy speed);  attn_bytes_per_s / peak → attention_mbu;
+//   attn_fixed_s → attention_call_us.  move_* (KV append/gather kernels) and `source` are
+//   accepted; KV writes are already inside the attention bytes, so they are not used.
+void TranslateCalibration(ConfigNode& f, double preset_gbps) {
+  if (const ConfigNode* inner = f.Find("hardware"); inner && inner->is_map() && f.map.size() == 1) {
+    ConfigNode copy = *inner;
+    f = copy;
+  }
+  if (!f.Find("hbm_peak_bytes_per_s") && !f.Find("copy_bytes_per_s") &&
+      !f.Find("attn_bytes_per_s") && !f.Find("attn_fixed_s")) {
+    return;
+  }
+  auto set = [&](const std::string& key, double v, const SourcePos& pos) {
+    f.Set(key, ConfigNode::Scalar(fmt::format("{:.9g}", v), pos), pos);
+  };
+  double peak = preset_gbps * 1e9;
+  if (const ConfigNode* n = f.Find("hbm_peak_bytes_per_s")) {
+    peak = ScalarDouble(n, peak);
+    set("hbm_bandwidth_gbps", peak / 1e9, n->pos);
+  }
+  if (const ConfigNode* n = f.Find("copy_bytes_per_s")) {
+    set("mbu", std::min(1.0, ScalarDouble(n, 0.8 * peak) / peak), n->pos);
+  }
+  if (const ConfigNode* n = f.Find("attn_bytes_per_s")) {
+    set("attention_mbu", std::min(1.0, ScalarDouble(n, 0.75 * peak) / peak), n->pos);
+  }
+  if (const ConfigNode* n = f.Find("attn_fixed_s")) {
+    set("attention_call_us", ScalarDouble(n, 0) * 1e6, n->pos);
+  }
+  for (const char* k : {"hbm_peak_bytes_per_s", "copy_bytes_per_s", "attn_bytes_per_s",
+                        "attn_fixed_s", "move_fixed_s", "move_bytes_per_s", "source"}) {
+    f.Erase(k);
+  }
 }
 
 const std::string* FindHardwarePreset(const std::string& name, std::string* file) {
@@ -167,6 +221,11 @@ void ParseHardware(ConfigReader& root, Scenario& sc) {
             {"wrong_type", path + ": a hardware file must be a map of coefficients"});
         return;
       }
+      double preset_gbps = 3350;
+      if (const ConfigNode* bw = merged.Find("hbm_bandwidth_gbps")) {
+        preset_gbps = ScalarDouble(bw, preset_gbps);
+      }
+      TranslateCalibration(f.value(), preset_gbps);
       merged.MergeFrom(f.value());
       sim.hardware_source += " + file " + path;
     }
@@ -231,7 +290,6 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
                               "auto: by extension and first line");
     w.trace.time_scale =
         t.Double("time_scale", 1.0, "multiplies arrival times (0.5 = twice the rate)", 0);
-    w.trace.block_tokens = t.Int("block_tokens", 512, "Mooncake: tokens per hash_id", 1);
     w.trace.required = t.Bool("required", false,
                               "missing file is an error (false: fall back to the synthetic "
                               "generator and say so)");

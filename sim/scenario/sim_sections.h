@@ -55,7 +55,6 @@ struct TraceConfig {
   std::string path;                // file (relative to the scenario file or the working dir)
   std::string format = "auto";     // auto | mooncake | tokens | azure
   double time_scale = 1.0;         // arrival times are multiplied by this
-  int64_t block_tokens = 512;      // Mooncake: tokens per hash_id
   bool required = false;           // a missing file is an error (else: fall back to synthetic)
 };
 

@@ -60,8 +60,11 @@ int64_t MambaAlignedSplit(int64_t start, int64_t n, int64_t num_tokens, int64_t 
   return n;  // the tail after the last boundary
 }
 
-StepPlan Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv) {
-  StepPlan plan;
+void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
+              StepPlan& plan) {
+  plan.scheduled.clear();
+  plan.preempted.clear();
+  plan.num_scheduled_tokens = 0;
   int64_t budget = p.max_num_batched_tokens;
   const bool fcfs = p.policy == SchedulingPolicy::kFcfs;
   // The most tokens one request can ever get in a step (for the Mamba split's exception).
@@ -171,7 +174,6 @@ StepPlan Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator&
 
   // 3. Commit the scheduled tokens.
   for (const ScheduledChunk& c : plan.scheduled) c.req->num_computed_tokens += c.num_tokens;
-  return plan;
 }
 
 }  // namespace kvsim

@@ -78,7 +78,15 @@ struct StepPlan {
 int64_t MambaAlignedSplit(int64_t start, int64_t n, int64_t num_tokens, int64_t block_size,
                           bool eagle, int64_t limit);
 
-// One scheduler step. Mutates `state` and the requests' counters, calls `kv`, returns the plan.
-StepPlan Schedule(const SchedulerParams& params, SchedulerState& state, IKvAllocator& kv);
+// One scheduler step. Mutates `state` and the requests' counters, calls `kv`, fills `plan`
+// (cleared first; its vectors keep their capacity, so the engine's steps do not allocate).
+void Schedule(const SchedulerParams& params, SchedulerState& state, IKvAllocator& kv,
+              StepPlan& plan);
+inline StepPlan Schedule(const SchedulerParams& params, SchedulerState& state,
+                         IKvAllocator& kv) {
+  StepPlan plan;
+  Schedule(params, state, kv, plan);
+  return plan;
+}
 
 }  // namespace kvsim

@@ -93,6 +93,8 @@ PointResult RunPoint(const SweepPoint& point, const std::string& source,
   e.Run();
   r.summary = e.Summary();
   r.block_size = e.plan().attn_block_size;
+  r.workload = e.workload_description();
+  if (!e.workload_note().empty()) r.workload += " [" + e.workload_note() + "]";
   r.csv_values = SweepMetricValues(e, r.summary);
   if (!options.out_dir.empty()) {
     if (Status s = WriteRunOutputs(e, point.labels, options.out_dir); !s.ok()) r.status = s;

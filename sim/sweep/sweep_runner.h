@@ -38,6 +38,7 @@ struct PointResult {
   int64_t block_size = 0;
   std::vector<std::string> csv_values;  // SweepMetricColumns() order (empty on failure)
   double wall_s = 0;
+  std::string workload;  // the workload's one-line description (and any fallback note)
 };
 
 PointResult RunPoint(const SweepPoint& point, const std::string& source,

@@ -93,6 +93,54 @@ void RequestTrace::PromptTokens(size_t i, std::vector<TokenId>& out) const {
   for (; pos < r.input_length; ++pos) o[pos] = pad;
 }
 
+void RequestTrace::PromptBlockHashes(size_t i, int64_t block_size,
+                                     std::vector<BlockHash>& hashes,
+                                     std::vector<TokenId>& tail) const {
+  const TraceRecord& r = records_[i];
+  hashes.clear();
+  const int64_t nfull = r.input_length / block_size;
+  const int64_t bt = r.block_tokens;
+  if (bt == 0) {  // token form: hash in place
+    const std::span<const TokenId> t = tokens(i);
+    HashFullBlocks(kNoneHash, t, block_size, hashes);
+    tail.assign(t.begin() + nfull * block_size, t.end());
+    return;
+  }
+  if (bt % block_size != 0) {  // blocks straddle hash ids: materialize
+    PromptTokens(i, tail);
+    HashFullBlocks(kNoneHash, tail, block_size, hashes);
+    tail.erase(tail.begin(), tail.begin() + nfull * block_size);
+    return;
+  }
+  // Every hash id is a run of bt / block_size blocks of consecutive token ids.
+  hashes.reserve(static_cast<size_t>(nfull));
+  const int64_t per_id = bt / block_size;
+  BlockHash parent = kNoneHash;
+  int64_t done = 0;  // blocks hashed
+  for (size_t k = 0; k < r.count && done < nfull; ++k) {
+    const int64_t nb = std::min(per_id, nfull - done);
+    parent = HashConsecutiveBlocks(parent, static_cast<TokenId>(hash_ids_[r.offset + k] * bt),
+                                   block_size, nb, hashes);
+    done += nb;
+  }
+  if (done < nfull) {  // full blocks in the padding past the last hash id (rare)
+    PromptTokens(i, tail);
+    HashFullBlocks(parent, std::span<const TokenId>(tail).subspan(static_cast<size_t>(done * block_size),
+                                                            static_cast<size_t>((nfull - done) * block_size)),
+                   block_size, hashes);
+    tail.erase(tail.begin(), tail.begin() + nfull * block_size);
+    return;
+  }
+  // The unfinished last block, token by token (fewer than block_size).
+  tail.clear();
+  const TokenId pad = static_cast<TokenId>(-(static_cast<int64_t>(i % INT32_MAX) + 1));
+  for (int64_t pos = nfull * block_size; pos < r.input_length; ++pos) {
+    const size_t k = static_cast<size_t>(pos / bt);
+    tail.push_back(k < r.count ? static_cast<TokenId>(hash_ids_[r.offset + k] * bt + pos % bt)
+                               : pad);
+  }
+}
+
 Result<RequestTrace> RequestTrace::ReadFile(const std::string& path, bool skip_bad_lines) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error("trace_not_found", path + ": cannot open trace file");

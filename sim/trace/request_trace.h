@@ -57,6 +57,13 @@ class RequestTrace {
   // Writes request i's prompt token ids into `out` (resized). Padding tokens are
   // −(i + 1): unique to the request, and never equal to a real (non-negative) token.
   void PromptTokens(size_t i, std::vector<TokenId>& out) const;
+  // The prompt of request i in the form KvCacheManager::AddRequestWithHashes takes: the
+  // chained hashes of its full blocks of `block_size` (from kNoneHash, no extra keys) in
+  // `hashes`, and the tokens of its unfinished last block in `tail` (both replaced). Equal to
+  // HashFullBlocks over PromptTokens(i), but for hash ids whose blocks split evenly into
+  // `block_size` the tokens are never materialized.
+  void PromptBlockHashes(size_t i, int64_t block_size, std::vector<BlockHash>& hashes,
+                         std::vector<TokenId>& tail) const;
 
   // Appends one request (for generated traces and tests).
   void AddTokens(std::string id, std::span<const TokenId> tokens, double timestamp = 0,

@@ -63,4 +63,8 @@ class IWorkload {
 Result<std::unique_ptr<IWorkload>> MakeWorkload(const WorkloadConfig& config, uint64_t seed,
                                                 std::string* note);
 
+// Cheap up-front check of what MakeWorkload would refuse (a required trace that is missing),
+// so that commands can fail with one clear error before running any point.
+Status CheckWorkload(const WorkloadConfig& config);
+
 }  // namespace kvsim

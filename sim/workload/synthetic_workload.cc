@@ -42,7 +42,11 @@ SyntheticWorkload::SyntheticWorkload(const WorkloadConfig& config, uint64_t seed
 
 void SyntheticWorkload::AppendRandom(std::vector<TokenId>& out, int64_t n) {
   const uint64_t vocab = static_cast<uint64_t>(config_.vocab_size);
-  for (int64_t i = 0; i < n; ++i) out.push_back(static_cast<TokenId>(tokens_.Below(vocab)));
+  out.reserve(out.size() + static_cast<size_t>(n));
+  // Multiply-shift instead of modulo: the top 32 random bits scaled to [0, vocab).
+  for (int64_t i = 0; i < n; ++i) {
+    out.push_back(static_cast<TokenId>(((tokens_.Next() >> 32) * vocab) >> 32));
+  }
 }
 
 void SyntheticWorkload::AppendSystemPrompt(std::vector<TokenId>& out) {
@@ -82,8 +86,10 @@ std::optional<RequestSpec> SyntheticWorkload::Next() {
   }  // burst: everything at t = 0
   const int64_t group = config_.kind == "shared_prefix" ? -1 : groups_++;
   RequestSpec r = NewRequest(arrival, group, 0);
+  const int64_t user = DrawLength(config_.prompt_tokens, lengths_);
+  r.prompt.reserve(static_cast<size_t>(config_.system_prompt.tokens + user));
   AppendSystemPrompt(r.prompt);
-  AppendRandom(r.prompt, DrawLength(config_.prompt_tokens, lengths_));
+  AppendRandom(r.prompt, user);
   if (config_.kind == "multi_turn") {
     session_turns_.push_back(static_cast<int32_t>(DrawLength(config_.multi_turn.turns, sessions_)));
   }

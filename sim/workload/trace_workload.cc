@@ -218,6 +218,17 @@ std::string TraceWorkload::Describe() const {
   return s.str();
 }
 
+Status CheckWorkload(const WorkloadConfig& config) {
+  if (config.kind != "trace" || !config.trace.required) return Status::Ok();
+  std::vector<std::string> tried;
+  if (!FindTraceFile(config.trace.path, config.scenario_dir, &tried).empty()) return Status::Ok();
+  std::string where;
+  for (const auto& t : tried) where += "\n  " + t;
+  return Status::Error("missing_file", "workload.trace.path: cannot find trace \"" +
+                                           config.trace.path + "\"; looked in:" + where +
+                                           "\n  (give one with --set workload.trace.path=FILE)");
+}
+
 Result<std::unique_ptr<IWorkload>> MakeWorkload(const WorkloadConfig& config, uint64_t seed,
                                                 std::string* note) {
   if (config.kind != "trace") {
@@ -226,14 +237,7 @@ Result<std::unique_ptr<IWorkload>> MakeWorkload(const WorkloadConfig& config, ui
   std::vector<std::string> tried;
   const std::string path = FindTraceFile(config.trace.path, config.scenario_dir, &tried);
   if (path.empty()) {
-    std::string where;
-    for (const auto& t : tried) where += "\n  " + t;
-    if (config.trace.required) {
-      return Status::Error("missing_file",
-                           "workload.trace.path: cannot find trace \"" + config.trace.path +
-                               "\"; looked in:" + where +
-                               "\n  (give one with --set workload.trace.path=FILE)");
-    }
+    if (config.trace.required) return CheckWorkload(config);
     if (note) {
       *note = "trace \"" + config.trace.path +
               "\" not found; using the synthetic shared_prefix generator instead";

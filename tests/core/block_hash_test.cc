@@ -2,6 +2,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <numeric>
+#include <vector>
 
 #include "core/block_hash.h"
 
@@ -93,6 +94,42 @@ TEST_CASE("Incremental hasher equals one-shot hashing, any split", "[block_hash]
   keyed.Reset(16, &k);
   keyed.Append(t);
   CHECK(keyed.hashes() == want);
+}
+
+TEST_CASE("Consecutive-token blocks hash as their materialized tokens", "[block_hash]") {
+  for (int64_t B : {1, 3, 16, 32, 64, 128, 256, 512, 1000, 3000}) {
+    for (TokenId first : {TokenId{0}, TokenId{12345}, TokenId{INT32_MAX - 4 * 3000}}) {
+      INFO("block " << B << " first " << first);
+      const int64_t n = 4;
+      std::vector<TokenId> toks(static_cast<size_t>(n * B));
+      std::iota(toks.begin(), toks.end(), first);
+      std::vector<BlockHash> want, got = {42};  // appends after what is there
+      const BlockHash last_want = HashFullBlocks(0x1234, toks, B, want);
+      const BlockHash last_got = HashConsecutiveBlocks(0x1234, first, B, n, got);
+      REQUIRE(got.size() == want.size() + 1);
+      CHECK(std::vector<BlockHash>(got.begin() + 1, got.end()) == want);
+      CHECK(last_got == last_want);
+    }
+  }
+}
+
+TEST_CASE("A hasher assigned hashes and a tail continues like one fed the tokens",
+          "[block_hash]") {
+  std::vector<TokenId> toks(100);
+  std::iota(toks.begin(), toks.end(), 7);
+  RequestBlockHasher fed, assigned;
+  fed.Reset(16);
+  fed.Append(std::span<const TokenId>(toks).first(70));
+  std::vector<BlockHash> h;
+  HashFullBlocks(kNoneHash, std::span<const TokenId>(toks).first(64), 16, h);
+  assigned.Reset(16);
+  assigned.Assign(h, std::span<const TokenId>(toks).subspan(64, 6));
+  CHECK(assigned.num_tokens() == 70);
+  CHECK(assigned.hashes() == fed.hashes());
+  fed.Append(std::span<const TokenId>(toks).subspan(70));
+  assigned.Append(std::span<const TokenId>(toks).subspan(70));
+  CHECK(assigned.hashes() == fed.hashes());
+  CHECK(assigned.num_tokens() == 100);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // The roofline step-time model: monotone in work, memory-bound decode, compute-bound prefill.
 #include "core/cost_model.h"
 
+#include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
+#include <cstdio>
+#include <fstream>
 
 #include "sim/scenario/scenario_loader.h"
 
@@ -87,6 +90,71 @@ TEST_CASE("cost model: faster hardware is faster") {
   CostModel a(f.model, f.plan, h100), b(f.model, f.plan, b200);
   std::vector<std::pair<int64_t, int64_t>> batch = {{512, 0}, {1, 3000}, {1, 9000}};
   CHECK(b.BatchNanos(batch) < a.BatchNanos(batch));
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+Result<Scenario> WithHardware(const std::string& hw_yaml) {
+  auto tree = ParseYaml("model: {preset: llama-3.1-8b}\nhardware: " + hw_yaml + "\n", "hw.yaml");
+  REQUIRE(tree.ok());
+  return ParseScenario(tree.value(), "hw.yaml");
+}
+
+TEST_CASE("hardware: preset by name or file stem, inline keys win, unknown preset lists all") {
+  auto h200 = WithHardware("{preset: H200}");
+  REQUIRE(h200.ok());
+  CHECK(h200->sim.hardware.hbm_bandwidth_gbps == 4800);
+  CHECK(h200->sim.hardware.name == "H200");
+  auto b200 = WithHardware("{preset: b200, mbu: 0.9}");
+  REQUIRE(b200.ok());
+  CHECK(b200->sim.hardware.dense_tflops_bf16 == 2250);
+  CHECK(b200->sim.hardware.mbu == 0.9);
+  auto a100 = WithHardware("{preset: A100-80G}");
+  REQUIRE(a100.ok());
+  CHECK(a100->sim.hardware.dense_tflops_fp8 == 312);
+  auto bad = WithHardware("{preset: H300}");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("H100-SXM") != std::string::npos);
+  auto typo = WithHardware("{hbm_bandwith_gbps: 1}");
+  REQUIRE_FALSE(typo.ok());
+  CHECK(typo.status().message().find("did you mean") != std::string::npos);
+}
+
+TEST_CASE("hardware.file: a gpu-validate calibration maps onto the cost model's keys") {
+  const std::string path = "/tmp/kvsim_calibration_test.yaml";
+  {
+    std::ofstream f(path);
+    f << "hardware:\n  name: \"NVIDIA H100 80GB HBM3\"\n  source: \"calibrated\"\n"
+         "  hbm_peak_bytes_per_s: 3.0e+12\n  copy_bytes_per_s: 2.7e+12\n"
+         "  move_fixed_s: 9.0e-06\n  move_bytes_per_s: 2.4e+12\n"
+         "  attn_fixed_s: 1.5e-05\n  attn_bytes_per_s: 2.1e+12\n";
+  }
+  auto sc = WithHardware("{preset: H100-SXM, file: " + path + ", step_overhead_us: 100}");
+  INFO(sc.status().message());
+  REQUIRE(sc.ok());
+  const HardwareSpec& h = sc->sim.hardware;
+  CHECK(h.name == "NVIDIA H100 80GB HBM3");
+  CHECK(h.hbm_bandwidth_gbps == Catch::Approx(3000));
+  CHECK(h.mbu == Catch::Approx(0.9));
+  CHECK(h.attention_mbu == Catch::Approx(0.7));
+  CHECK(h.attention_call_us == Catch::Approx(15));
+  CHECK(h.step_overhead_us == 100);   // inline wins over the file
+  CHECK(h.dense_tflops_bf16 == 989);  // untouched keys keep the preset's values
+  CHECK(sc->sim.hardware_source.find("file") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("cost model: attention_call_us adds a fixed cost per attention layer") {
+  Fixture f = Llama8b();
+  HardwareSpec a, b;
+  b.attention_call_us = 10;
+  CostModel ca(f.model, f.plan, a), cb(f.model, f.plan, b);
+  const int64_t d = cb.BatchNanos({{1, 100}}) - ca.BatchNanos({{1, 100}});
+  CHECK(d == 32 * 10 * 1000);
 }
 
 }  // namespace

@@ -219,3 +219,45 @@ TEST_CASE("engine: max_sim_seconds stops the run and counts the unfinished") {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST_CASE("engine: trace workloads replay the built-in samples at their timestamps") {
+  const char* yaml = R"(
+name: tr
+seed: 1
+model: {preset: llama-3.1-8b, max_model_len: 131072}
+cache: {block_size: 16, kv_memory_bytes: 60GiB}
+workload:
+  kind: trace
+  num_requests: 0
+  trace: {path: mooncake_conversation_head60.jsonl, required: true}
+)";
+  auto tree = ParseYaml(yaml, "tr.yaml");
+  REQUIRE(tree.ok());
+  auto sc = ParseScenario(tree.value(), "tr.yaml");
+  REQUIRE(sc.ok());
+  auto e = Engine::Create(sc.value());
+  INFO(e.status().message());
+  REQUIRE(e.ok());
+  e.value()->Run();
+  const RunSummary s = e.value()->Summary();
+  CHECK(s.requests_finished == 60);
+  CHECK(s.hit_tokens > 0);  // every request starts with the shared block of hash id 0
+  CHECK(e.value()->workload_description().find("mooncake") != std::string::npos);
+  // Hits are whole 512-token hash blocks in this trace (16 divides 512).
+  for (const auto& r : e.value()->metrics().records()) CHECK(r.cached_tokens % 512 == 0);
+
+  REQUIRE(ApplyOverride(tree.value(), "workload.trace.path=sample_tokens.jsonl").ok());
+  auto sc2 = ParseScenario(tree.value(), "tr.yaml");
+  REQUIRE(sc2.ok());
+  auto e2 = Engine::Create(sc2.value());
+  REQUIRE(e2.ok());
+  e2.value()->Run();
+  CHECK(e2.value()->Summary().requests_finished == 120);
+  CHECK(e2.value()->Summary().prefix_hit_rate > 0.3);
+}
+
+}  // namespace
+}  // namespace kvsim

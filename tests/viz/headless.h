@@ -6,10 +6,10 @@
 
 namespace kvsim::viz::testing {
 
-inline constexpr int kKeyTab = 258, kKeyRight = 262, kKeyLeft = 263, kKeyDown = 264,
-                     kKeyUp = 265, kKeyPageUp = 266, kKeyPageDown = 267, kKeyHome = 268,
-                     kKeyEnd = 269, kKeyEscape = 256, kKeyEnter = 257, kKeyBackspace = 259,
-                     kKeyDelete = 261, kKeySpace = 32, kKeyInsert = 260;
+inline constexpr int kKeyTab = 258, kKeyRight = 262, kKeyLeft = 263, kKeyDown = 264, kKeyUp = 265,
+                     kKeyPageUp = 266, kKeyPageDown = 267, kKeyHome = 268, kKeyEnd = 269,
+                     kKeyEscape = 256, kKeyEnter = 257, kKeyBackspace = 259, kKeyDelete = 261,
+                     kKeySpace = 32, kKeyInsert = 260;
 
 class HeadlessImGui {
  public:

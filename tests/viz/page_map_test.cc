@@ -121,7 +121,8 @@ TEST_CASE("pack of 4: layer slots share the page; token ranges land in the right
 
 TEST_CASE("NHD keeps a token's heads together, HND spreads them one head block apart") {
   const KvCachePlan nhd = PlanOf({"model.preset=llama-3.1-8b", "parallel.tp=1"});
-  const KvCachePlan hnd = PlanOf({"model.preset=llama-3.1-8b", "parallel.tp=1", "cache.layout=HND"});
+  const KvCachePlan hnd =
+      PlanOf({"model.preset=llama-3.1-8b", "parallel.tp=1", "cache.layout=HND"});
   auto a = PageMap::Build(nhd, {3, -1, 1});
   auto b = PageMap::Build(hnd, {3, -1, 1});
   REQUIRE(a.ok());

@@ -106,3 +106,39 @@ TEST_CASE("a bad scenario fails to load with the loader's message") {
 
 }  // namespace
 }  // namespace kvsim::viz
+
+namespace kvsim::viz {
+namespace {
+
+TEST_CASE("P/D scenario: each pool plans with its own TP, block size and layout") {
+  const std::string path = std::string(KVSIM_SOURCE_DIR) + "/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml";
+  auto base = PlanModel::Load(path, {});
+  REQUIRE(base.ok());
+  CHECK(base->has_cluster());
+  auto prefill = PlanModel::Load(path, {}, "prefill");
+  auto decode = PlanModel::Load(path, {}, "decode");
+  REQUIRE(prefill.ok());
+  REQUIRE(decode.ok());
+  REQUIRE(prefill->ok());
+  REQUIRE(decode->ok());
+  CHECK(prefill->plan().attn_block_size == 64);
+  CHECK(prefill->plan().config.tp == 4);
+  CHECK(prefill->plan().config.layout == KvOrder::kLBNHC);
+  CHECK(decode->plan().attn_block_size == 16);
+  CHECK(decode->plan().config.tp == 2);
+  CHECK(decode->plan().config.layout == KvOrder::kLBHNC);
+  // A knob edit on a pool becomes an override of that pool's section.
+  decode->mutable_knobs().block_size = 32;
+  decode->ReplanIfChanged();
+  REQUIRE(decode->ok());
+  CHECK(decode->plan().attn_block_size == 32);
+  CHECK(decode->OverridesFor(decode->knobs()) ==
+        std::vector<std::string>{"cluster.decode.cache.block_size=32"});
+  CHECK(prefill->plan_stamp() != decode->plan_stamp());
+  // A scenario without pools has none to pick.
+  CHECK_FALSE(PlanModel::Load("", {}, "decode").ok());
+  CHECK_FALSE(PlanModel::Load(path, {}, "middle").ok());
+}
+
+}  // namespace
+}  // namespace kvsim::viz

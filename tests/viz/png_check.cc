@@ -22,9 +22,9 @@ namespace {
 bool ColourByName(const std::string& name, Rgba* out) {
   namespace p = kvsim::viz::palette;
   static const std::map<std::string, Rgba> kNamed = {
-      {"K", p::kKey},         {"V", p::kValue},         {"conv", p::kConv},
-      {"ssm", p::kSsm},       {"padding", p::kPadding}, {"highlight", p::kHighlight},
-      {"free", p::kFree},     {"cached", p::kCached}};
+      {"K", p::kKey},     {"V", p::kValue},         {"conv", p::kConv},
+      {"ssm", p::kSsm},   {"padding", p::kPadding}, {"highlight", p::kHighlight},
+      {"free", p::kFree}, {"cached", p::kCached}};
   if (auto it = kNamed.find(name); it != kNamed.end()) {
     *out = it->second;
     return true;
@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
   int failures = 0;
   const kvsim::viz::Image& im = img.value();
   if (want_w > 0 && (im.width != want_w || im.height != want_h)) {
-    std::fprintf(stderr, "FAIL %s: size %dx%d, expected %dx%d\n", path.c_str(), im.width,
-                 im.height, want_w, want_h);
+    std::fprintf(stderr, "FAIL %s: size %dx%d, expected %dx%d\n", path.c_str(), im.width, im.height,
+                 want_w, want_h);
     ++failures;
   }
   std::unordered_map<uint32_t, int> counts;

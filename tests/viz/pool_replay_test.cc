@@ -93,7 +93,8 @@ TEST_CASE("hit blocks are marked and the hit rate series is cumulative") {
     CHECK(std::abs(s.cumulative_hit_rate - static_cast<double>(hit) / prompt) < 1e-12);
     if (s.hit_tokens > 0 && !saw_hit_block) {
       p.SeekTo(t);
-      for (BlockId b = 1; b < mimo.num_blocks; ++b) saw_hit_block |= p.WasHit(b) && p.Holder(b) == t;
+      for (BlockId b = 1; b < mimo.num_blocks; ++b)
+        saw_hit_block |= p.WasHit(b) && p.Holder(b) == t;
     }
   }
   CHECK(saw_hit_block);

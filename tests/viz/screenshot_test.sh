@@ -3,10 +3,10 @@
 # structure (viz_png_check): the default scenario (hybrid Qwen3.5: Mamba conv/SSM pages,
 # padded to the attention page) and a padded mixed-page-size one (MiMo-style target + DFlash
 # draft at TP 4: the draft's 8 KiB page padded to 12 KiB).
-#   screenshot_test.sh KVSIM_VIZ PNG_CHECK OUT_DIR DATA_DIR
+#   screenshot_test.sh KVSIM_VIZ PNG_CHECK OUT_DIR DATA_DIR REPO_ROOT
 # data/sweep_sample.csv is a small synthetic fixture (made-up numbers) for the Sweep panel.
 set -u
-viz=$1 check=$2 out=$3 data=$4
+viz=$1 check=$2 out=$3 data=$4 repo=$5
 mkdir -p "$out"
 size=1280x800
 fail=0
@@ -23,7 +23,7 @@ shot() {  # name, expected colours..., -- , kvsim-viz args...
   fi
   "$check" "$png" --size "$size" "${expects[@]}" || fail=1
 }
-mimo=(--set model.preset=mimo-style --set parallel.tp=4)
+mimo=("$repo/scenarios/mimo_dflash_padding.yaml")
 shot default_plan -- --panel plan
 shot default_page_map K V conv ssm highlight -- --panel page_map
 shot default_page_map_hnd K V highlight -- --panel page_map --set cache.layout=HND
@@ -32,6 +32,8 @@ shot default_sweep series0 series1 -- --panel sweep --sweep "$data/sweep_sample.
 shot mimo_plan -- "${mimo[@]}" --panel plan
 shot mimo_page_map K V padding:2000 highlight -- "${mimo[@]}" --panel page_map
 shot mimo_block_pool free cached series0 -- "${mimo[@]}" --panel block_pool --trace scenarios/traces/sample_tokens.jsonl
+# P/D: the prefill pool (NHD, 64-token blocks, TP 4) beside the decode pool (HND, 16, TP 2).
+shot pd_page_map K V highlight -- "$repo/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml" --panel page_map
 # Bad input: exit code 2 and a message, never a crash.
 if timeout 60 "$viz" --set parallel.tp=abc --screenshot "$out/bad.png" > "$out/bad.log" 2>&1; then
   echo "FAIL bad scenario: exit 0"; fail=1

@@ -45,6 +45,26 @@ TEST_CASE("one line per series value, x sorted, duplicate points averaged") {
   // A text column as x: categories in order of appearance.
   const ChartData cat = BuildChart(t.value(), 4, -1, 3);
   CHECK(cat.x_labels.size() == 5);
+  CHECK(cat.x_labels.front() == "a");
+}
+
+TEST_CASE("byte-size keys order lines and categories by size, not as text") {
+  auto t = ParseSweepCsv(
+      "point,cache.block_size,cache.kv_memory_bytes,prefix_hit_rate\n"
+      "0,16,16GiB,0.04\n1,16,110GiB,0.05\n2,16,1TiB,0.27\n"
+      "3,64,16GiB,0.04\n4,64,110GiB,0.05\n5,64,1TiB,0.27\n",
+      "mc.csv");
+  REQUIRE(t.ok());
+  CHECK(t->KeyColumns() == std::vector<int>{1, 2});
+  const ChartData d = BuildChart(t.value(), 1, 2, 3);
+  REQUIRE(d.series.size() == 3);
+  CHECK(d.series[0].label == "cache.kv_memory_bytes = 16GiB");
+  CHECK(d.series[1].label == "cache.kv_memory_bytes = 110GiB");
+  CHECK(d.series[2].label == "cache.kv_memory_bytes = 1TiB");
+  const ChartData c = BuildChart(t.value(), 2, 1, 3);
+  CHECK(c.x_labels == std::vector<std::string>{"16GiB", "110GiB", "1TiB"});
+  REQUIRE(c.series.size() == 2);
+  CHECK(c.series[0].points[2].y == 0.27);
 }
 
 TEST_CASE("bad CSV is an error that names the line") {

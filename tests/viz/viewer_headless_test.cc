@@ -6,6 +6,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include "tests/viz/headless.h"
+#include "viz/panels/block_pool_panel.h"
 #include "viz/panels/page_map_panel.h"
 
 namespace kvsim::viz {
@@ -24,9 +25,9 @@ std::unique_ptr<Viewer> MakeViewer(std::vector<std::string> overrides = {},
 }
 
 TEST_CASE("every panel draws a valid frame, for a padded mixed-page-size plan too") {
-  for (const auto& overrides : {std::vector<std::string>{},
-                                std::vector<std::string>{"model.preset=mimo-style",
-                                                         "parallel.tp=4"}}) {
+  for (const auto& overrides :
+       {std::vector<std::string>{},
+        std::vector<std::string>{"model.preset=mimo-style", "parallel.tp=4"}}) {
     HeadlessImGui imgui;
     auto v = MakeViewer(overrides);
     for (int p = 0; p < v->num_panels(); ++p) {
@@ -124,8 +125,8 @@ TEST_CASE("hovering a page-map cell reports its coordinates and KvLayout offset"
   CHECK(byte - h.offset < a.raster.cell_bytes);
   CHECK(h.coord.token == 40);
   CHECK(h.coord.byte == 612 - (byte - h.offset));
-  CHECK(h.offset == layout.offset(h.coord.layer, h.coord.block, h.coord.head, h.coord.token,
-                                  h.coord.byte));
+  CHECK(h.offset ==
+        layout.offset(h.coord.layer, h.coord.block, h.coord.head, h.coord.token, h.coord.byte));
   // Next frame the hovered token is highlighted on both sides (B: pack 4, another page).
   imgui.Frame(frame);
   REQUIRE(panel->highlighted().has_value());
@@ -161,6 +162,126 @@ TEST_CASE("plan knob changes made between frames re-plan and reach the page map"
   REQUIRE(panel->side(0).map);
   CHECK(v->plan().plan().attn_block_size == panel->side(0).map->manager_block_tokens());
   CHECK(panel->side(0).map->manager_block_tokens() != 1056);
+}
+
+}  // namespace
+}  // namespace kvsim::viz
+
+namespace kvsim::viz {
+namespace {
+
+TEST_CASE("page map keys: PgDn/PgUp change block, = and - zoom, Home resets") {
+  HeadlessImGui imgui;
+  auto v = MakeViewer({}, "page_map");
+  auto frame = [&] { v->Frame(); };
+  imgui.Frame(frame);
+  auto* panel = dynamic_cast<PageMapPanel*>(&v->panel(v->panel_index()));
+  REQUIRE(panel);
+  CHECK(panel->side(0).sel.block == 1);
+  imgui.Press(testing::kKeyPageDown, frame);
+  CHECK(panel->side(0).sel.block == 2);
+  REQUIRE(panel->side(0).map);
+  CHECK(panel->side(0).map->selection().block == 2);
+  imgui.Press(testing::kKeyPageUp, frame);
+  CHECK(panel->side(0).sel.block == 1);
+  imgui.Press('=', frame);
+  CHECK(panel->side(0).zoom == 2.0);
+  CHECK(panel->side(0).raster.bytes == panel->side(0).map->size() / 2);
+  imgui.Press('-', frame);
+  CHECK(panel->side(0).zoom == 1.0);
+  imgui.Press('=', frame);
+  imgui.Press(testing::kKeyHome, frame);
+  CHECK(panel->side(0).zoom == 1.0);
+  CHECK(panel->side(0).view_offset == 0);
+}
+
+TEST_CASE("page map: a click pins the token under the mouse") {
+  HeadlessImGui imgui;
+  auto v = MakeViewer({"model.preset=llama-3.1-8b", "parallel.tp=1"}, "page_map");
+  auto frame = [&] { v->Frame(); };
+  imgui.Frame(frame);
+  imgui.Frame(frame);
+  auto* panel = dynamic_cast<PageMapPanel*>(&v->panel(v->panel_index()));
+  REQUIRE(panel);
+  const PageMap& m = *panel->side(0).map;
+  // Token 9 of layer L1, head 2: one of its bytes.
+  const auto ranges = m.TokenRanges(0, 9);
+  REQUIRE(ranges.size() == 8);
+  ImVec2 pos;
+  REQUIRE(panel->ScreenPosOfByte(0, ranges[2].begin, &pos));
+  ImGuiIO& io = ImGui::GetIO();
+  io.MousePos = pos;
+  imgui.Frame(frame);
+  io.MouseDown[0] = true;
+  imgui.Frame(frame);
+  io.MouseDown[0] = false;
+  imgui.Frame(frame);
+  io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // move away: the pin stays
+  imgui.Frame(frame);
+  imgui.Frame(frame);
+  REQUIRE(panel->highlighted().has_value());
+  CHECK(panel->highlighted()->layer_name == "L1");
+  CHECK(panel->highlighted()->position == 16 + 9);
+  // Both sides (NHD and HND) highlight the token's 8 head rows.
+  CHECK(panel->highlight_ranges(0).size() == 8);
+  CHECK(panel->highlight_ranges(1).size() == 8);
+}
+
+TEST_CASE("a P/D scenario opens on its prefill pool, compared with its decode pool") {
+  HeadlessImGui imgui;
+  ViewerOptions o;
+  o.scenario_path = std::string(KVSIM_SOURCE_DIR) + "/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml";
+  o.panel = "page_map";
+  auto made = Viewer::Create(o);
+  REQUIRE(made.ok());
+  Viewer& v = *made.value();
+  auto frame = [&] { v.Frame(); };
+  imgui.Frame(frame);
+  imgui.Frame(frame);
+  CHECK(v.plan().role() == "prefill");
+  auto* panel = dynamic_cast<PageMapPanel*>(&v.panel(v.panel_index()));
+  REQUIRE(panel);
+  REQUIRE(panel->compare_model());
+  CHECK(panel->compare_model()->role() == "decode");
+  REQUIRE(panel->side(0).map);
+  REQUIRE(panel->side(1).map);
+  CHECK(panel->side(0).map->manager_block_tokens() == 64);
+  CHECK(panel->side(1).map->manager_block_tokens() == 16);
+  // The default highlight (token 17 of block 1 = position 81) is token 1 of decode block 5,
+  // one range per KV head on each side (TP 4 → 2 heads, TP 2 → 4 heads).
+  CHECK(panel->side(1).sel.block == 5);
+  REQUIRE(panel->highlight_ranges(0).size() == 2);
+  REQUIRE(panel->highlight_ranges(1).size() == 4);
+  // NHD keeps the token's heads adjacent; HND puts them a head block (16 tokens) apart.
+  CHECK(panel->highlight_ranges(0)[1].begin == panel->highlight_ranges(0)[0].end);
+  CHECK(panel->highlight_ranges(1)[1].begin - panel->highlight_ranges(1)[0].begin == 16 * 512);
+}
+
+TEST_CASE("block pool keys: Home/End/PgDn move in time, Space plays") {
+  HeadlessImGui imgui;
+  auto v = MakeViewer({"model.preset=mimo-style", "parallel.tp=4"}, "block_pool");
+  auto frame = [&] { v->Frame(); };
+  imgui.Frame(frame);
+  auto* panel = dynamic_cast<BlockPoolPanel*>(&v->panel(v->panel_index()));
+  REQUIRE(panel);
+  REQUIRE(panel->error().empty());
+  REQUIRE(panel->replay());
+  const int64_t last = panel->replay()->num_steps() - 1;
+  CHECK(panel->time() == last);  // opens at the end of the trace
+  imgui.Press(testing::kKeyHome, frame);
+  CHECK(panel->time() == 0);
+  CHECK(panel->replay()->time() == 0);
+  imgui.Press(testing::kKeyPageDown, frame);
+  CHECK(panel->time() == 1);
+  imgui.Press(testing::kKeyEnd, frame);
+  CHECK(panel->replay()->time() == last);
+  imgui.Press(testing::kKeyHome, frame);
+  imgui.Press(testing::kKeySpace, frame);
+  CHECK(panel->playing());
+  for (int i = 0; i < 30; ++i) imgui.Frame(frame);  // 0.5 s at 8 requests/s
+  CHECK(panel->time() >= 3);
+  imgui.Press(testing::kKeySpace, frame);
+  CHECK_FALSE(panel->playing());
 }
 
 }  // namespace

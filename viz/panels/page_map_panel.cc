@@ -27,7 +27,8 @@ std::string Pct(double f) {
 
 std::string SideSummary(const PlanModel& m) {
   const PlanKnobs& k = m.knobs();
-  std::string s = LayoutKey(k.layout);
+  std::string s = m.role().empty() ? "" : m.role() + " pool · TP " + std::to_string(k.tp) + " · ";
+  s += LayoutKey(k.layout);
   s += " · pack " + std::to_string(k.attn_pack_size);
   if (m.has_plan()) s += " · block " + std::to_string(m.plan().attn_block_size) + " tok";
   return s;
@@ -54,8 +55,8 @@ PageSelection DefaultSelection(const KvCachePlan& p) {
 std::string Signature(const PageMap& m) {
   std::string sig = std::to_string(static_cast<int>(m.owners().front().kind));
   for (const PageSegment& seg : m.segments()) {
-    sig += ";" + std::to_string(seg.range.size()) + ":" + std::to_string(static_cast<int>(seg.region)) +
-           (seg.layer < 0 ? "p" : "");
+    sig += ";" + std::to_string(seg.range.size()) + ":" +
+           std::to_string(static_cast<int>(seg.region)) + (seg.layer < 0 ? "p" : "");
   }
   return sig;
 }
@@ -75,22 +76,44 @@ void PageMapPanel::SetCompare(CompareWhat what, int64_t value) {
 }
 
 void PageMapPanel::SyncCompare(const PlanModel& a) {
+  if (compare_value_ < 0 && a.role() == "prefill") {
+    compare_what_ = CompareWhat::kDecodePool;  // P/D: the decode pool's pages
+    compare_value_ = 0;
+  }
+  if (compare_what_ == CompareWhat::kDecodePool) {
+    // The other pool of a P/D scenario, as the scenario gives it (its own knobs).
+    const std::string other = a.role() == "decode" ? "prefill" : "decode";
+    if (!compare_ || compare_->role() != other) {
+      compare_.reset();
+      auto m = PlanModel::Load(a.scenario_path(), a.base_overrides(), other);
+      if (m.ok()) compare_ = std::move(m.value());
+    }
+    return;
+  }
+  if (compare_ && !compare_->role().empty() && compare_->role() != a.role()) compare_.reset();
   if (compare_value_ < 0) {
     if (a.model_is_hybrid()) {
       compare_what_ = CompareWhat::kPackSize;
       compare_value_ = a.knobs().attn_pack_size == 1 ? 4 : 1;
     } else {
       compare_what_ = CompareWhat::kLayout;
-      compare_value_ = static_cast<int64_t>(a.knobs().layout == LayoutChoice::kNhd
-                                                ? LayoutChoice::kHnd
-                                                : LayoutChoice::kNhd);
+      compare_value_ = static_cast<int64_t>(
+          a.knobs().layout == LayoutChoice::kNhd ? LayoutChoice::kHnd : LayoutChoice::kNhd);
     }
   }
   PlanKnobs k = a.knobs();
   switch (compare_what_) {
-    case CompareWhat::kLayout: k.layout = static_cast<LayoutChoice>(compare_value_); break;
-    case CompareWhat::kPackSize: k.attn_pack_size = compare_value_; break;
-    case CompareWhat::kBlockSize: k.block_size = compare_value_; break;
+    case CompareWhat::kLayout:
+      k.layout = static_cast<LayoutChoice>(compare_value_);
+      break;
+    case CompareWhat::kPackSize:
+      k.attn_pack_size = compare_value_;
+      break;
+    case CompareWhat::kBlockSize:
+      k.block_size = compare_value_;
+      break;
+    case CompareWhat::kDecodePool:
+      break;  // handled above
   }
   if (!compare_) compare_ = a;
   compare_->mutable_knobs() = k;
@@ -197,7 +220,9 @@ void PageMapPanel::DrawControls(ViewerContext& ctx) {
     ImGui::SameLine();
     int what = static_cast<int>(compare_what_);
     ImGui::PushItemWidth(120);
-    if (ImGui::Combo("##what", &what, kCompareWhatNames, IM_ARRAYSIZE(kCompareWhatNames))) {
+    const int num_what = ctx.plan->has_cluster() ? IM_ARRAYSIZE(kCompareWhatNames)
+                                                 : IM_ARRAYSIZE(kCompareWhatNames) - 1;
+    if (ImGui::Combo("##what", &what, kCompareWhatNames, num_what)) {
       compare_what_ = static_cast<CompareWhat>(what);
       const PlanKnobs& k = ctx.plan->knobs();
       switch (compare_what_) {
@@ -205,14 +230,24 @@ void PageMapPanel::DrawControls(ViewerContext& ctx) {
           compare_value_ = static_cast<int64_t>(
               k.layout == LayoutChoice::kNhd ? LayoutChoice::kHnd : LayoutChoice::kNhd);
           break;
-        case CompareWhat::kPackSize: compare_value_ = k.attn_pack_size == 1 ? 4 : 1; break;
+        case CompareWhat::kPackSize:
+          compare_value_ = k.attn_pack_size == 1 ? 4 : 1;
+          break;
         case CompareWhat::kBlockSize:
-          compare_value_ = ctx.plan->has_plan() ? std::max<int64_t>(16, ctx.plan->plan().attn_block_size / 2) : 16;
+          compare_value_ = ctx.plan->has_plan()
+                               ? std::max<int64_t>(16, ctx.plan->plan().attn_block_size / 2)
+                               : 16;
+          break;
+        case CompareWhat::kDecodePool:
+          compare_value_ = 0;
           break;
       }
     }
     ImGui::SameLine();
-    if (compare_what_ == CompareWhat::kLayout) {
+    if (compare_what_ == CompareWhat::kDecodePool) {
+      ImGui::TextDisabled(ctx.plan->role() == "decode" ? "(the prefill pool)"
+                                                       : "(the decode pool)");
+    } else if (compare_what_ == CompareWhat::kLayout) {
       int v = static_cast<int>(compare_value_);
       if (ImGui::Combo("##layoutB", &v, kLayoutChoiceNames, IM_ARRAYSIZE(kLayoutChoiceNames))) {
         compare_value_ = v;
@@ -231,8 +266,8 @@ void PageMapPanel::DrawControls(ViewerContext& ctx) {
   ImGui::PopItemWidth();
 }
 
-void PageMapPanel::DrawStrip(const PageMap& map, Side& s, float width, float height,
-                             bool selected, int group, int alike) {
+void PageMapPanel::DrawStrip(const PageMap& map, Side& s, float width, float height, bool selected,
+                             int group, int alike) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 o = ImGui::GetCursorScreenPos();
   ImGui::PushID(group);
@@ -248,7 +283,8 @@ void PageMapPanel::DrawStrip(const PageMap& map, Side& s, float width, float hei
   }
   for (const PageSegment& seg : map.segments()) {
     const float x0 = o.x + static_cast<float>((seg.range.begin - map.begin()) / page * width);
-    const float x1 = std::max(x0 + 1.0f, o.x + static_cast<float>((seg.range.end - map.begin()) / page * width));
+    const float x1 =
+        std::max(x0 + 1.0f, o.x + static_cast<float>((seg.range.end - map.begin()) / page * width));
     const ImVec2 a(x0, o.y), b(x1, o.y + height);
     if (seg.layer < 0) {
       dl->AddRectFilled(a, b, palette::kPadding);
@@ -268,16 +304,17 @@ void PageMapPanel::DrawStrip(const PageMap& map, Side& s, float width, float hei
       fake.layer = seg.layer;
       dl->AddRectFilled(a, b, CellColour(fake, colour_by_, map));
     }
-    const std::string label =
-        &seg == largest && alike > 1
-            ? seg.label + "  (g" + std::to_string(group) + ", " + std::to_string(alike) + " groups alike)"
-            : seg.label;
+    const std::string label = &seg == largest && alike > 1
+                                  ? seg.label + "  (g" + std::to_string(group) + ", " +
+                                        std::to_string(alike) + " groups alike)"
+                                  : seg.label;
     const ImVec2 ts = ImGui::CalcTextSize(label.c_str());
     if (ts.x + 6 < x1 - x0) {
       dl->AddText(font, ImGui::GetFontSize(), ImVec2(x0 + 3, o.y + (height - ts.y) * 0.5f),
                   IM_COL32(10, 10, 10, 255), label.c_str());
     }
-    if (x1 - x0 > 2) dl->AddLine(ImVec2(x1 - 0.5f, o.y), ImVec2(x1 - 0.5f, o.y + height), IM_COL32(0, 0, 0, 160));
+    if (x1 - x0 > 2)
+      dl->AddLine(ImVec2(x1 - 0.5f, o.y), ImVec2(x1 - 0.5f, o.y + height), IM_COL32(0, 0, 0, 160));
   }
   if (selected) {
     // The zoom window.
@@ -353,7 +390,7 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
   ImGui::PopItemWidth();
   ImGui::PopID();
 
-  RebuildMaps(s, plan, model.replans());
+  RebuildMaps(s, plan, model.plan_stamp());
   if (!s.map) {
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
     ImGui::TextWrapped("%s", s.error.c_str());
@@ -429,13 +466,18 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
     const ByteInfo& first = s.cells[static_cast<size_t>(row) * r.cols];
     char label[48];
     if (!first.valid()) {
-      std::snprintf(label, sizeof label, "+%s", HumanBytes(static_cast<double>(r.CellBegin(static_cast<int64_t>(row) * r.cols) - map.begin())).c_str());
+      std::snprintf(label, sizeof label, "+%s",
+                    HumanBytes(static_cast<double>(r.CellBegin(static_cast<int64_t>(row) * r.cols) -
+                                                   map.begin()))
+                        .c_str());
     } else if (first.region == Region::kKey || first.region == Region::kValue) {
       // The layer only where a page holds several (packs, cross-layer slabs).
       const bool many = map.owners().size() > 1 ||
                         map.owners()[static_cast<size_t>(first.owner)].slot_layers.size() > 1;
       std::string l = many ? first.layer_name + " " : "";
-      if (map.owners()[static_cast<size_t>(first.owner)].layout.num_heads > 1) {
+      // The head only where a row holds one head (HND); NHD rows hold every head.
+      const KvLayout& ol = map.owners()[static_cast<size_t>(first.owner)].layout;
+      if (ol.num_heads > 1 && map.token_row_bytes() < ol.num_heads * ol.content_bytes()) {
         l += "h" + std::to_string(first.coord.head) + " ";
       }
       l += "t" + std::to_string(first.manager_token);
@@ -475,7 +517,8 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
     const ByteInfo& cur = s.cells[static_cast<size_t>(row) * r.cols];
     if (cur.layer != prev.layer && cur.valid() && prev.valid()) {
       const float y = o.y + s.cell_h * static_cast<float>(row);
-      dl->AddLine(ImVec2(o.x - margin * 0.3f, y), ImVec2(o.x + size.x, y), IM_COL32(255, 255, 255, 255), 2.0f);
+      dl->AddLine(ImVec2(o.x - margin * 0.3f, y), ImVec2(o.x + size.x, y),
+                  IM_COL32(255, 255, 255, 255), 2.0f);
     }
   }
 
@@ -494,9 +537,9 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
     ImGui::Text("byte %s of the %s (%s into the page)", WithCommas(cb).c_str(),
                 plan.cross_layer ? "slab" : "tensor", WithCommas(cb - map.begin()).c_str());
     if (r.cell_bytes > 1 || r.rows_per_line > 1) {
-      ImGui::TextDisabled("a cell is %lld bytes x %lld rows; its first byte:",
-                          static_cast<long long>(r.cell_bytes),
-                          static_cast<long long>(r.rows_per_line));
+      ImGui::TextDisabled(
+          "a cell is %lld bytes x %lld rows; its first byte:", static_cast<long long>(r.cell_bytes),
+          static_cast<long long>(r.rows_per_line));
     }
     ImGui::Text("%s: %s", RegionName(hovered_.region), DescribeCoord(map, hovered_).c_str());
     if (hovered_.valid()) ImGui::Text("%s", DescribeOffset(hovered_).c_str());
@@ -527,11 +570,12 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
     drag_rows_ = 0;
   }
   ImGui::SetCursorScreenPos(ImVec2(top.x, o.y + size.y + 2));
-  ImGui::Text("page %s B = data %s + padding %s B (%s); cell %lld B x %lld rows; zoom %.1fx",
-              WithCommas(map.size()).c_str(), WithCommas(map.data_bytes()).c_str(),
-              WithCommas(map.padding_bytes()).c_str(),
-              Pct(static_cast<double>(map.padding_bytes()) / static_cast<double>(map.size())).c_str(),
-              static_cast<long long>(r.cell_bytes), static_cast<long long>(r.rows_per_line), s.zoom);
+  ImGui::Text(
+      "page %s B = data %s + padding %s B (%s); cell %lld B x %lld rows; zoom %.1fx",
+      WithCommas(map.size()).c_str(), WithCommas(map.data_bytes()).c_str(),
+      WithCommas(map.padding_bytes()).c_str(),
+      Pct(static_cast<double>(map.padding_bytes()) / static_cast<double>(map.size())).c_str(),
+      static_cast<long long>(r.cell_bytes), static_cast<long long>(r.rows_per_line), s.zoom);
   if (!highlight_note_[i].empty()) ImGui::TextDisabled("%s", highlight_note_[i].c_str());
   ImGui::EndGroup();
 }
@@ -561,7 +605,8 @@ void PageMapPanel::HandleKeys(const KvCachePlan& a) {
       x.view_offset = std::max<int64_t>(0, x.view_offset);
     }
     if (!ImGui::IsAnyItemActive()) {
-      if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) x.view_offset += x.raster.bytes / 8;
+      if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow)))
+        x.view_offset += x.raster.bytes / 8;
       if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow))) {
         x.view_offset = std::max<int64_t>(0, x.view_offset - x.raster.bytes / 8);
       }
@@ -579,10 +624,10 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
   if (!initialised_) {
     sides_[0].sel = DefaultSelection(a.plan());
     initialised_ = true;
-    a_replans_ = a.replans();
-  } else if (a.replans() != a_replans_) {
+    a_replans_ = a.plan_stamp();
+  } else if (a.plan_stamp() != a_replans_) {
     // A new plan renumbers groups and tensors: follow the layer that was on show.
-    a_replans_ = a.replans();
+    a_replans_ = a.plan_stamp();
     int li = -1;
     if (sides_[0].map) {
       for (const PageOwner& o : sides_[0].map->owners()) {
@@ -604,7 +649,7 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
   DrawControls(ctx);
   if (compare_on_) SyncCompare(a);
 
-  RebuildMaps(sides_[0], a.plan(), a.replans());
+  RebuildMaps(sides_[0], a.plan(), a.plan_stamp());
   // What to highlight this frame: the token under the mouse last frame, else the pinned one.
   highlight_.reset();
   if (hovered_side_ >= 0 && hovered_.valid()) {
@@ -622,7 +667,8 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
       for (const auto& n : o.slot_names) {
         if (n.empty() || highlight_) continue;
         const int64_t tokens = sides_[0].map->manager_block_tokens();
-        highlight_ = TokenRef{n, sides_[0].sel.block * tokens + std::min<int64_t>(17, tokens - 1), false};
+        highlight_ =
+            TokenRef{n, sides_[0].sel.block * tokens + std::min<int64_t>(17, tokens - 1), false};
       }
     }
   }
@@ -643,7 +689,8 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
       b.sel.tensor = bp.cross_layer ? 0 : std::max(0, bp.layers[li].slot);
       b.sel.group = bp.layers[li].group;
       const int64_t na = am.manager_block_tokens();
-      const int64_t nb = bp.layers[li].spec.kind == LayerKind::kMamba ? 0 : bp.layers[li].spec.block_size;
+      const int64_t nb =
+          bp.layers[li].spec.kind == LayerKind::kMamba ? 0 : bp.layers[li].spec.block_size;
       int64_t pos = sides_[0].sel.block * na;
       if (highlight_ && !highlight_->is_state) pos = highlight_->position;
       b.sel.block = (na > 0 && nb > 0) ? pos / nb : sides_[0].sel.block;
@@ -651,13 +698,14 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
   }
 
   if (compare_on_ && compare_ && compare_->has_plan()) {
-    RebuildMaps(sides_[1], compare_->plan(), compare_->replans());
+    RebuildMaps(sides_[1], compare_->plan(), compare_->plan_stamp());
   }
   hovered_ = ByteInfo();
   hovered_side_ = -1;
 
   const float avail_w = ImGui::GetContentRegionAvail().x;
-  const float avail_h = ImGui::GetContentRegionAvail().y - 3 * ImGui::GetTextLineHeightWithSpacing();
+  const float avail_h =
+      ImGui::GetContentRegionAvail().y - 3 * ImGui::GetTextLineHeightWithSpacing();
   const bool two = compare_on_ && compare_.has_value();
   const float gap = 16;
   const float w = two ? (avail_w - gap) / 2 : avail_w;
@@ -686,7 +734,8 @@ void PageMapPanel::DrawInfo() {
   DrawLegend(legend);
   if (highlight_) {
     ImGui::TextDisabled("%s %s at position %lld: %zu byte ranges in A, %zu in B",
-                        pin_ && hovered_side_ < 0 ? "pinned" : "token", highlight_->layer_name.c_str(),
+                        pin_ && hovered_side_ < 0 ? "pinned" : "token",
+                        highlight_->layer_name.c_str(),
                         static_cast<long long>(highlight_->position), highlight_ranges_[0].size(),
                         highlight_ranges_[1].size());
   }

@@ -21,14 +21,16 @@
 namespace kvsim::viz {
 
 // What side B varies relative to side A.
-enum class CompareWhat : int { kLayout = 0, kPackSize, kBlockSize };
-inline constexpr const char* kCompareWhatNames[] = {"layout", "attn pack size", "block size"};
+// kDecodePool (P/D scenarios only, kept last): the other pool's plan as the scenario gives it.
+enum class CompareWhat : int { kLayout = 0, kPackSize, kBlockSize, kDecodePool };
+inline constexpr const char* kCompareWhatNames[] = {"layout", "attn pack size", "block size",
+                                                    "other P/D pool"};
 
 // A token (or a Mamba state) named independently of any plan: the layer by name and the
 // token's position in the sequence, so it can be found in a plan with other block sizes.
 struct TokenRef {
   std::string layer_name;
-  int64_t position = 0;  // block × manager-block tokens + token
+  int64_t position = 0;   // block × manager-block tokens + token
   bool is_state = false;  // a Mamba state: the whole state is highlighted
 };
 
@@ -84,8 +86,8 @@ class PageMapPanel : public IPanel {
   void RebuildRaster(Side& s, int cols, int max_rows);
   void DrawControls(ViewerContext& ctx);
   void DrawSide(int i, const PlanModel& model, float width, float height);
-  void DrawStrip(const PageMap& map, Side& s, float width, float height, bool selected,
-                 int group, int alike);
+  void DrawStrip(const PageMap& map, Side& s, float width, float height, bool selected, int group,
+                 int alike);
   void DrawInfo();
   void HandleKeys(const KvCachePlan& a);
   std::vector<ByteRange> RangesFor(const TokenRef& t, const Side& s, const KvCachePlan& plan,
@@ -99,7 +101,7 @@ class PageMapPanel : public IPanel {
   int64_t compare_value_ = -1;  // -1: chosen from the plan on first draw
   std::optional<PlanModel> compare_;
   bool initialised_ = false;
-  int64_t a_replans_ = -1;
+  int64_t a_replans_ = -1;  // plan stamp of side A's plan last drawn
 
   ByteInfo hovered_;
   int hovered_side_ = -1;

@@ -44,6 +44,21 @@ class PlanPanel : public IPanel {
   void DrawKnobs(PlanModel& m) {
     PlanKnobs& k = m.mutable_knobs();
     ImGui::TextDisabled("scenario: %s", m.scenario().source.c_str());
+    if (m.has_cluster()) {
+      // A P/D scenario: which engine's plan these knobs edit.
+      static const char* kRoles[] = {"prefill pool", "decode pool", "scenario's base engine"};
+      static const char* kRoleIds[] = {"prefill", "decode", ""};
+      int cur = m.role() == "prefill" ? 0 : m.role() == "decode" ? 1 : 2;
+      ImGui::PushItemWidth(170);
+      if (ImGui::Combo("engine", &cur, kRoles, IM_ARRAYSIZE(kRoles))) {
+        auto next = PlanModel::Load(m.scenario_path(), m.base_overrides(), kRoleIds[cur]);
+        if (next.ok()) m = std::move(next.value());
+      }
+      ImGui::PopItemWidth();
+      HelpMarker(
+          "P/D disaggregation: each pool has its own TP, block size and layout "
+          "(cluster.prefill / cluster.decode); knob edits go to that pool");
+    }
     ImGui::PushItemWidth(170);
     const std::string current = k.model_preset.empty() ? "(scenario's own model)" : k.model_preset;
     if (ImGui::BeginCombo("model preset", current.c_str())) {
@@ -62,8 +77,9 @@ class PlanPanel : public IPanel {
     HelpMarker("tensor-parallel size: KV heads and Mamba states are split across ranks");
     int bs = static_cast<int>(k.block_size);
     if (ImGui::InputInt("block size", &bs, 16, 256)) k.block_size = std::max(0, bs);
-    HelpMarker("cache.block_size in tokens; 0 = backend default (hybrid models raise it so an "
-               "attention page covers the Mamba page)");
+    HelpMarker(
+        "cache.block_size in tokens; 0 = backend default (hybrid models raise it so an "
+        "attention page covers the Mamba page)");
     int pack = static_cast<int>(k.attn_pack_size);
     if (ImGui::InputInt("attn pack size", &pack)) k.attn_pack_size = std::clamp(pack, 1, 64);
     HelpMarker("PR #35703: attention layers sharing one page (hybrid models only)");
@@ -77,11 +93,17 @@ class PlanPanel : public IPanel {
     if (ImGui::Combo("layout", &layout, kLayoutChoiceNames, IM_ARRAYSIZE(kLayoutChoiceNames))) {
       k.layout = static_cast<LayoutChoice>(layout);
     }
-    HelpMarker("NHD = [L,B,N,H,C] per layer; HND = [L,B,H,N,C]; cross-layer = one slab per "
-               "block holding every layer");
+    HelpMarker(
+        "NHD = [L,B,N,H,C] per layer; HND = [L,B,H,N,C]; cross-layer = one slab per "
+        "block holding every layer");
     int mode = static_cast<int>(k.mamba_mode);
+    if (!m.model_is_hybrid()) ImGui::BeginDisabled();
     if (ImGui::Combo("Mamba cache", &mode, kMambaModeNames, IM_ARRAYSIZE(kMambaModeNames))) {
       k.mamba_mode = static_cast<MambaCacheMode>(mode);
+    }
+    if (!m.model_is_hybrid()) {
+      ImGui::EndDisabled();
+      HelpMarker("this model has no Mamba layers");
     }
     if (!m.model_has_draft()) ImGui::BeginDisabled();
     ImGui::Checkbox("draft model", &k.draft);
@@ -114,12 +136,13 @@ class PlanPanel : public IPanel {
     const KvCachePlan& p = m.plan();
     if (m.stale()) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, 0.5f);
     const Scenario& sc = m.scenario();
-    ImGui::Text("%s%s, TP %lld, layout %s", sc.model.name.c_str(),
-                p.layers.size() && sc.draft && m.knobs().draft ? (" + " + sc.draft->name).c_str()
-                                                               : "",
-                static_cast<long long>(p.config.tp), KvOrderName(p.config.layout));
-    if (ImGui::BeginTable("##summary", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                              ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::Text(
+        "%s%s, TP %lld, layout %s", sc.model.name.c_str(),
+        p.layers.size() && sc.draft && m.knobs().draft ? (" + " + sc.draft->name).c_str() : "",
+        static_cast<long long>(p.config.tp), KvOrderName(p.config.layout));
+    if (ImGui::BeginTable("##summary", 3,
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                              ImGuiTableFlags_SizingFixedFit)) {
       auto row = [](const char* k, const std::string& v, const char* why) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
@@ -138,10 +161,11 @@ class PlanPanel : public IPanel {
       row("bytes per block id", WithCommas(p.block_bytes) + " B", "over all slot tensors");
       row("padding", Pct(p.padding_fraction()), "of KV memory, averaged over groups");
       if (p.mamba_real_page_bytes > 0) {
-        row("Mamba page", WithCommas(p.mamba_real_page_bytes) + " B" +
-                              (p.mamba_padded_page_bytes > 0
-                                   ? " → " + WithCommas(p.mamba_padded_page_bytes) + " B"
-                                   : ""),
+        row("Mamba page",
+            WithCommas(p.mamba_real_page_bytes) + " B" +
+                (p.mamba_padded_page_bytes > 0
+                     ? " → " + WithCommas(p.mamba_padded_page_bytes) + " B"
+                     : ""),
             "conv + SSM state of one layer; padded to the common page");
       }
       row("num_blocks", WithCommas(p.num_blocks), "including the null block 0");
@@ -153,7 +177,8 @@ class PlanPanel : public IPanel {
           "requests of max_model_len that fit");
       ImGui::EndTable();
     }
-    for (const auto& w : p.warnings) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "warning: %s", w.c_str());
+    for (const auto& w : p.warnings)
+      ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "warning: %s", w.c_str());
     ImGui::Spacing();
     ImGui::Text("groups (%zu)", p.groups.size());
     if (ImGui::BeginTable("##groups", 6,
@@ -161,7 +186,8 @@ class PlanPanel : public IPanel {
                               ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersInnerV,
                           ImVec2(0, 180))) {
       ImGui::TableSetupScrollFreeze(0, 1);
-      for (const char* h : {"#", "kind", "block", "page B", "pad", "layers"}) ImGui::TableSetupColumn(h);
+      for (const char* h : {"#", "kind", "block", "page B", "pad", "layers"})
+        ImGui::TableSetupColumn(h);
       ImGui::TableHeadersRow();
       for (size_t g = 0; g < p.groups.size(); ++g) {
         const KvCacheGroup& grp = p.groups[g];
@@ -175,11 +201,11 @@ class PlanPanel : public IPanel {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(WithCommas(grp.page_bytes).c_str());
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(
-            Pct(p.block_bytes ? static_cast<double>(p.padding_bytes_per_block(static_cast<int>(g))) /
-                                    static_cast<double>(p.block_bytes)
-                              : 0)
-                .c_str());
+        ImGui::TextUnformatted(Pct(p.block_bytes ? static_cast<double>(p.padding_bytes_per_block(
+                                                       static_cast<int>(g))) /
+                                                       static_cast<double>(p.block_bytes)
+                                                 : 0)
+                                   .c_str());
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(LayerList(p, grp.layers, 8).c_str());
       }

@@ -29,8 +29,8 @@ class SweepPanel : public IPanel {
       Load();
     }
     ImGui::PushItemWidth(420);
-    const bool enter = ImGui::InputText("##path", path_, sizeof path_,
-                                        ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool enter =
+        ImGui::InputText("##path", path_, sizeof path_, ImGuiInputTextFlags_EnterReturnsTrue);
     ImGui::PopItemWidth();
     ImGui::SameLine();
     if (ImGui::Button("open") || enter) Load();
@@ -104,7 +104,8 @@ class SweepPanel : public IPanel {
       if (allow_none && ImGui::Selectable("(none)", *col < 0)) *col = -1;
       for (size_t i = 0; i < t.columns.size(); ++i) {
         std::string name = t.columns[i] + (t.is_key[i] ? "  [key]" : "");
-        if (ImGui::Selectable(name.c_str(), *col == static_cast<int>(i))) *col = static_cast<int>(i);
+        if (ImGui::Selectable(name.c_str(), *col == static_cast<int>(i)))
+          *col = static_cast<int>(i);
       }
       ImGui::EndCombo();
     }
