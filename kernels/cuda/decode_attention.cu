@@ -77,7 +77,8 @@ __device__ __forceinline__ void LoadRows(uint4 (&raw)[kUnroll], const uint8_t* c
 // kPipe: the next kUnroll rows are loaded before the current ones are used, so a lane keeps
 // loads in flight through its arithmetic (twice the data registers).
 template <typename Tag, int kLanes, int kG, int kUnroll, int kMinBlocks, bool kPipe>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) DecodePartialKernel(const DecodeAttentionParams p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    DecodePartialKernel(const DecodeAttentionParams p) {
   constexpr int kRowsPerWarp = 32 / kLanes;
   constexpr int kRowsPerIter = kWarps * kRowsPerWarp;
   constexpr int kStep = kRowsPerIter * kUnroll;
@@ -311,16 +312,17 @@ cudaError_t LaunchPartial(const DecodeAttentionParams& p, cudaStream_t s) {
   const int64_t reduce = kWarps * kG * kD * 4;
   const size_t smem = static_cast<size_t>(16 * P + (scores > reduce ? scores : reduce));
   if (smem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(DecodePartialKernel<Tag, kLanes, kG, kUnroll, kMinBlocks, kPipe>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem));
+    cudaError_t e = cudaFuncSetAttribute(
+        DecodePartialKernel<Tag, kLanes, kG, kUnroll, kMinBlocks, kPipe>,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
   const unsigned splits = static_cast<unsigned>(p.num_splits);
   const unsigned heads = static_cast<unsigned>(p.args.num_kv_heads);
   const dim3 grid(p.head_major ? heads : splits, p.head_major ? splits : heads,
                   static_cast<unsigned>(p.args.batch * p.head_passes));
-  DecodePartialKernel<Tag, kLanes, kG, kUnroll, kMinBlocks, kPipe><<<grid, kThreads, smem, s>>>(p);
+  DecodePartialKernel<Tag, kLanes, kG, kUnroll, kMinBlocks, kPipe>
+      <<<grid, kThreads, smem, s>>>(p);
   return cudaGetLastError();
 }
 

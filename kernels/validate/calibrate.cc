@@ -8,7 +8,8 @@ namespace kvsim::kernels {
 
 namespace {
 
-// Minimise Σ ((a + b·x + c·i − t) / t)² over the samples: rows [1/t, x/t, i/t] · [a, b, c] ≈ 1.
+// Minimise Σ ((a + b·x + c·i − t) / t)² over the samples:
+// rows [1/t, x/t, i/t] · [a, b, c] ≈ 1.
 // Returns false when the solution is not physical (a non-positive byte coefficient).
 bool Solve(const std::vector<const TimingSample*>& use, bool with_item, LineFit* fit) {
   const auto n = static_cast<Eigen::Index>(use.size());
