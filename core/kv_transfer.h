@@ -154,10 +154,10 @@ KvRuns CountBlockRuns(const KvLayout& layout, int64_t head_begin, int64_t heads,
 struct KvTransferTimeModel {
   double per_descriptor_ns = 2000.0;  // posting cost α per descriptor (NIXL/UCX, ≈ 1–2 µs)
   bool overlap_posting = false;       // false: posting + wire (sum); true: max(posting, wire)
-  // Measured on an H100 SXM (docs/pd_relayout_probe.cu): an NHD->HND permute moves 2.99-3.04
-  // TB/s of read + write traffic from 256 MiB up (the D2D copy: 3.02 TB/s), and back-to-back
-  // launches cost 4.1-4.5 µs each when small.
-  double relayout_bytes_per_ns = 3000.0;  // HBM traffic rate (read + write) of the permute
+  // Measured on an H100 SXM (docs/pd.md): kvsim's own conversion kernels (kvsim gpu-validate:
+  // NHD<->HND, re-chunk 16<->64, unpack) move 2545-2572 GB/s of read + write traffic at 1 GiB;
+  // back-to-back launches of a small permute cost 4.1-4.5 µs each (docs/pd_relayout_probe.cu).
+  double relayout_bytes_per_ns = 2560.0;  // HBM traffic rate (read + write) of the re-layout
   double relayout_launch_ns = 4000.0;     // per kernel launch (one per layer)
 
   // Descriptor posting time of the busiest decode rank.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -96,8 +97,10 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
   nlohmann::json jpoints = nlohmann::json::array();
   std::string table;
   std::string csv;
+  size_t w = 5;
+  for (const SweepPoint& p : points) w = std::max(w, Label(p).size());
   if (many) {
-    table = fmt::format("{:<48} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7}\n", "point",
+    table = fmt::format("{:<{}} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7}\n", "point", w,
                         "TTFT ms", "p99", "queue", "prefill", "transfer", "1st dec", "tok/s",
                         "link %");
     csv = "point";
@@ -118,7 +121,7 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
       err << "kvsim: error" << (many ? " (point " + Label(p) + ")" : "") << ": " << s.message()
           << "\n";
       if (many) {
-        table += fmt::format("{:<48} error: {}\n", Label(p), s.code());
+        table += fmt::format("{:<{}} error: {}\n", Label(p), w, s.code());
         csv += csv_row + ",error: " + s.code() + "\n";
       }
       jpoints.push_back({{"point", Label(p)}, {"error", s.code()}, {"message", s.message()}});
@@ -148,8 +151,8 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
     }
     jpoints.push_back({{"point", Label(p)}, {"summary", js}});
     if (many) {
-      table += fmt::format("{:<48} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>8.0f} {:>7.1f}\n",
-                           Label(p), s.ttft.mean, s.ttft.p99, s.queue.mean, s.prefill.mean,
+      table += fmt::format("{:<{}} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>8.0f} {:>7.1f}\n",
+                           Label(p), w, s.ttft.mean, s.ttft.p99, s.queue.mean, s.prefill.mean,
                            s.transfer.mean, s.first_decode.mean, s.output_throughput,
                            s.links.empty() ? 0.0 : 100.0 * s.links.front().utilisation);
       csv += csv_row + ",ok";

@@ -209,7 +209,7 @@ void ParseTransfer(ConfigReader& cluster, const std::string& source, ClusterConf
   if (!calib.empty() && !x.describing()) ReadRelayoutCalibration(x, calib, source, tc);
   const bool has_rate = x.Has("relayout_gbytes_per_s");
   const bool has_launch = x.Has("relayout_launch_us");
-  const double rate = x.Double("relayout_gbytes_per_s", 3000,
+  const double rate = x.Double("relayout_gbytes_per_s", 2560,
                                "HBM traffic (read + write) rate of the re-layout kernels, GB/s "
                                "(H100, measured: docs/pd.md)",
                                1e-6);

@@ -67,7 +67,7 @@ struct TransferConfig {
   KvTransferOptions options;
   KvTransferTimeModel time;
   double flow_rate_cap_gbytes_per_s = 0;  // per transfer (e.g. one QP); 0 = none
-  std::string relayout_source = "H100 probe defaults";  // or the calibration file
+  std::string relayout_source = "H100 measured defaults";  // or the calibration file
 };
 
 struct ClusterConfig {

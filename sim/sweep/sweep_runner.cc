@@ -79,6 +79,13 @@ PointResult RunPoint(const SweepPoint& point, const std::string& source,
     r.status = sc.status();
     return r;
   }
+  if (sc->cluster.enabled) {  // P/D clusters have their own runner (sim/cluster/cluster_run.h)
+    r.status = Status::Error(
+        "cluster_scenario",
+        source + ": a P/D cluster scenario is swept by `kvsim run` (one row per point; -o DIR "
+                 "writes summary.csv and per-point metrics); `kvsim sweep` drives single engines");
+    return r;
+  }
   auto engine = Engine::Create(sc.value());
   if (!engine.ok()) {
     r.status = engine.status();

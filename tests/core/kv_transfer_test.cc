@@ -480,6 +480,7 @@ TEST_CASE("kv_transfer: re-layout time = launches + bytes read and written / HBM
   c.receive_relayout_kernels = 2;
   c.receive_relayout_rank_bytes = 3000000;  // 3 MB read + 3 MB written at 3 TB/s = 2 µs
   KvTransferTimeModel tm;
+  tm.relayout_bytes_per_ns = 3000;
   CHECK(tm.ReceiveRelayoutNs(c) == 2 * 4000 + 2000);
   CHECK(tm.SaveRelayoutNs(c) == 0);
 }
