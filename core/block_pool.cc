@@ -235,8 +235,8 @@ bool BlockPool::GetNewBlocks(int64_t n, BlockId* out) {
   }
   num_free_ -= n;
   const MapView v = View();
-  constexpr int64_t kRec = 48;
-  constexpr int64_t kSlot = 24;
+  constexpr int64_t kRec = 96;
+  constexpr int64_t kSlot = 48;
   auto prefetch_slot = [&](int64_t k) {
     const Block& a = v.blk[out[k]];
     if (a.group >= 0) __builtin_prefetch(&v.map[v.Home(a.hash, a.group)]);
@@ -261,6 +261,12 @@ bool BlockPool::GetNewBlocks(int64_t n, BlockId* out) {
 }
 
 void BlockPool::Touch(std::span<const BlockId> blocks) {
+  // Leaving the free queue writes a tombstone at a random ring position: prefetch them all
+  // first (the lookup that found these blocks already brought their records in).
+  for (BlockId b : blocks) {
+    const Block& k = blk_[static_cast<size_t>(b)];
+    if (b != kNullBlock && k.ref == 0) __builtin_prefetch(&ring_[k.pos & ring_mask_], 1);
+  }
   for (BlockId b : blocks) {
     if (b == kNullBlock) continue;
     Block& k = blk_[static_cast<size_t>(b)];
@@ -320,7 +326,7 @@ void BlockPool::CacheBlocks(const BlockId* blocks, const BlockHash* hashes, int6
                             int64_t n, int32_t group) {
   if (!enable_caching_) return;
   const MapView v = View();
-  constexpr int64_t kAhead = 32;
+  constexpr int64_t kAhead = 64;
   for (int64_t k = 0; k < std::min(n, kAhead); ++k)
     __builtin_prefetch(&v.map[v.Home(hashes[k * hash_stride], group)]);
   int64_t cached = 0;
