@@ -88,6 +88,40 @@ BlockHash HashConsecutiveFixed(BlockHash parent, TokenId first, int64_t nblocks,
   return parent;
 }
 
+// Block 16 (the headline case), written out: XXH3-64 of a 64-byte input with a seed is
+// XXH3_len_17to128_64b — four 16-byte lanes mixed with the default secret, summed, avalanched.
+// The eight little-endian 64-bit words of 16 consecutive token ids t..t+15 are
+// w_k = (t+2k) | (t+2k+1) << 32 = w_0 + k·0x0000000200000002 (ids < 2^31, so no carry between
+// halves), so the words live in registers and nothing is stored or reloaded. Uses xxhash's
+// own secret and constants; the tests compare it with XXH3_64bits_withSeed on real tokens.
+BlockHash HashConsecutive16(BlockHash parent, TokenId first, int64_t nblocks, BlockHash* out) {
+  auto fold = [](uint64_t a, uint64_t b) {
+    const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+    return static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
+  };
+  uint64_t sec[8];
+  for (int i = 0; i < 8; ++i) sec[i] = XXH_readLE64(XXH3_kSecret + 8 * i);
+  constexpr uint64_t kStep = 0x0000000200000002ULL;   // two tokens further
+  constexpr uint64_t kBlock = 0x0000001000000010ULL;  // sixteen tokens further
+  const uint64_t t = static_cast<uint32_t>(first);
+  uint64_t w = t | ((t + 1) << 32);
+  for (int64_t k = 0; k < nblocks; ++k) {
+    const uint64_t seed = parent;
+    uint64_t acc = 64 * XXH_PRIME64_1;
+    acc += fold(w ^ (sec[0] + seed), (w + kStep) ^ (sec[1] - seed));              // input +0
+    acc += fold((w + 2 * kStep) ^ (sec[4] + seed), (w + 3 * kStep) ^ (sec[5] - seed));  // +16
+    acc += fold((w + 4 * kStep) ^ (sec[6] + seed), (w + 5 * kStep) ^ (sec[7] - seed));  // +32
+    acc += fold((w + 6 * kStep) ^ (sec[2] + seed), (w + 7 * kStep) ^ (sec[3] - seed));  // +48
+    acc ^= acc >> 37;
+    acc *= 0x165667919E3779F9ULL;
+    acc ^= acc >> 32;
+    parent = acc;
+    out[k] = parent;
+    w += kBlock;
+  }
+  return parent;
+}
+
 }  // namespace
 
 BlockHash HashConsecutiveBlocks(BlockHash parent, TokenId first, int64_t block_size,
@@ -97,7 +131,7 @@ BlockHash HashConsecutiveBlocks(BlockHash parent, TokenId first, int64_t block_s
   out.resize(at + static_cast<size_t>(nblocks));
   BlockHash* o = out.data() + at;
   switch (block_size) {
-    case 16: return HashConsecutiveFixed<16>(parent, first, nblocks, o);
+    case 16: return HashConsecutive16(parent, first, nblocks, o);
     case 32: return HashConsecutiveFixed<32>(parent, first, nblocks, o);
     case 64: return HashConsecutiveFixed<64>(parent, first, nblocks, o);
     case 128: return HashConsecutiveFixed<128>(parent, first, nblocks, o);

@@ -15,8 +15,10 @@ namespace {
 constexpr size_t kHugePage = size_t{1} << 21;
 }
 
+constexpr std::align_val_t kLineAlign{64};  // every element type fits a cache-line alignment
+
 void* AllocateLargeArray(size_t bytes) {
-  if (bytes < kHugePage) return ::operator new(bytes);
+  if (bytes < kHugePage) return ::operator new(bytes, kLineAlign);
   const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   void* p = std::aligned_alloc(kHugePage, rounded);
   if (p == nullptr) throw std::bad_alloc();
@@ -28,7 +30,7 @@ void* AllocateLargeArray(size_t bytes) {
 
 void FreeLargeArray(void* p, size_t bytes) {
   if (bytes < kHugePage) {
-    ::operator delete(p);
+    ::operator delete(p, kLineAlign);
   } else {
     std::free(p);
   }
@@ -44,14 +46,15 @@ BlockPool::BlockPool(int64_t num_blocks, bool enable_caching, VllmSemantics sema
   ring_.assign(rcap, kTomb);
   ring_mask_ = rcap - 1;
   head_ = tail_ = uint64_t{1} << 62;  // room to prepend without wrapping below zero
-  size_t cap = 16;
-  int bits = 4;
-  while (cap < 4 * n) {
-    cap <<= 1;
+  size_t buckets = 4;
+  int bits = 2;
+  while (buckets < n) {
+    buckets <<= 1;
     ++bits;
   }
-  map_.assign(cap, MapEntry{0, -1, kNoBlock});
-  map_mask_ = cap - 1;
+  map_.resize(buckets);
+  for (Bucket& bk : map_) std::fill(std::begin(bk.group), std::end(bk.group), -1);
+  map_mask_ = buckets - 1;
   map_shift_ = 64 - bits;
   scratch_.reserve(n);
   compact_.reserve(n);
@@ -109,7 +112,7 @@ void BlockPool::QueuePrependRun(const BlockId* run, int64_t n) {
 // The map and block arrays are passed in as locals so the hot loops keep the pointers,
 // mask and shift in registers (member loads would be repeated after every store).
 struct BlockPool::MapView {
-  MapEntry* map;
+  Bucket* map;
   Block* blk;
   size_t mask;
   int shift;
@@ -121,21 +124,25 @@ struct BlockPool::MapView {
     return static_cast<size_t>(k >> shift);
   }
 
-  // Inserts block b (its record already holds hash and group). A duplicate key is appended to
-  // the key's list, so lookups keep returning the first inserted block.
+  // Inserts block b under (hash, group). A duplicate key is appended to the key's list, so
+  // lookups keep returning the first inserted block.
   [[gnu::always_inline]] void Insert(BlockId b, BlockHash hash, int32_t group) const {
     blk[b].dup_next = kNoBlock;
     size_t i = Home(hash, group);
     while (true) {
-      MapEntry& e = map[i];
-      if (e.group < 0) {
-        e = MapEntry{hash, group, b};
-        return;
-      }
-      if (e.hash == hash && e.group == group) {
-        BlockId x = e.first;
+      Bucket& bk = map[i];
+      const int s = bk.Find(hash, group);
+      if (s >= 0) [[unlikely]] {
+        BlockId x = bk.first[s];
         while (blk[x].dup_next != kNoBlock) x = blk[x].dup_next;
         blk[x].dup_next = b;
+        return;
+      }
+      if (const unsigned empty = bk.EmptyMask(); empty != 0) [[likely]] {
+        const int e = __builtin_ctz(empty);
+        bk.hash[e] = hash;
+        bk.group[e] = group;
+        bk.first[e] = b;
         return;
       }
       i = (i + 1) & mask;
@@ -148,37 +155,52 @@ struct BlockPool::MapView {
     const BlockHash hash = k.hash;
     const int32_t group = k.group;
     size_t i = Home(hash, group);
-    while (!(map[i].hash == hash && map[i].group == group)) {
-      KVSIM_DCHECK(map[i].group >= 0);
+    int s;
+    while ((s = map[i].Find(hash, group)) < 0) [[unlikely]] {
+      KVSIM_DCHECK(map[i].EmptyMask() == 0);
       i = (i + 1) & mask;
     }
-    MapEntry& e = map[i];
-    if (e.first != b) [[unlikely]] {
-      BlockId x = e.first;
+    Bucket& bk = map[i];
+    if (bk.first[s] != b) [[unlikely]] {
+      BlockId x = bk.first[s];
       while (blk[x].dup_next != b) x = blk[x].dup_next;
       blk[x].dup_next = k.dup_next;
       k.dup_next = kNoBlock;
       return;
     }
     if (k.dup_next != kNoBlock) [[unlikely]] {
-      e.first = k.dup_next;
+      bk.first[s] = k.dup_next;
       k.dup_next = kNoBlock;
       return;
     }
-    // Backward-shift deletion keeps every probe run unbroken without tombstones: an entry
-    // after the hole moves back into it iff the hole lies between its home slot and its slot
-    // (its probe distance is at least its distance to the hole).
-    size_t hole = i;
+    const bool was_full = bk.EmptyMask() == 0;
+    bk.group[s] = -1;
+    if (!was_full) [[likely]] return;
+    // Backward shift: the bucket was full, so keys homed at or before it may have probed past
+    // it. Scan the following buckets while they are full; the first key whose probe path
+    // crosses the hole (probe distance ≥ distance to the hole) moves into it, and the hole
+    // moves to where that key was.
+    size_t hole_b = i;
+    int hole_s = s;
     for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-      const MapEntry& f = map[j];
-      if (f.group < 0) break;
-      const size_t home = Home(f.hash, f.group);
-      if (((j - home) & mask) >= ((j - hole) & mask)) {
-        map[hole] = f;
-        hole = j;
+      Bucket& bj = map[j];
+      const bool j_full = bj.EmptyMask() == 0;
+      const size_t dist_hole = (j - hole_b) & mask;
+      for (int t = 0; t < kSlots; ++t) {
+        if (bj.group[t] < 0) continue;
+        if (((j - Home(bj.hash[t], bj.group[t])) & mask) >= dist_hole) {
+          Bucket& bh = map[hole_b];
+          bh.hash[hole_s] = bj.hash[t];
+          bh.group[hole_s] = bj.group[t];
+          bh.first[hole_s] = bj.first[t];
+          bj.group[t] = -1;
+          hole_b = j;
+          hole_s = t;
+          break;
+        }
       }
+      if (!j_full) break;  // nothing beyond a bucket with room probed through it
     }
-    map[hole].group = -1;
   }
 };
 
@@ -213,8 +235,8 @@ bool BlockPool::GetNewBlocks(int64_t n, BlockId* out) {
   }
   num_free_ -= n;
   const MapView v = View();
-  constexpr int64_t kRec = 48;
-  constexpr int64_t kSlot = 24;
+  constexpr int64_t kRec = 96;
+  constexpr int64_t kSlot = 48;
   auto prefetch_slot = [&](int64_t k) {
     const Block& a = v.blk[out[k]];
     if (a.group >= 0) __builtin_prefetch(&v.map[v.Home(a.hash, a.group)]);
@@ -239,6 +261,12 @@ bool BlockPool::GetNewBlocks(int64_t n, BlockId* out) {
 }
 
 void BlockPool::Touch(std::span<const BlockId> blocks) {
+  // Leaving the free queue writes a tombstone at a random ring position: prefetch them all
+  // first (the lookup that found these blocks already brought their records in).
+  for (BlockId b : blocks) {
+    const Block& k = blk_[static_cast<size_t>(b)];
+    if (b != kNullBlock && k.ref == 0) __builtin_prefetch(&ring_[k.pos & ring_mask_], 1);
+  }
   for (BlockId b : blocks) {
     if (b == kNullBlock) continue;
     Block& k = blk_[static_cast<size_t>(b)];
@@ -298,7 +326,7 @@ void BlockPool::CacheBlocks(const BlockId* blocks, const BlockHash* hashes, int6
                             int64_t n, int32_t group) {
   if (!enable_caching_) return;
   const MapView v = View();
-  constexpr int64_t kAhead = 32;
+  constexpr int64_t kAhead = 64;
   for (int64_t k = 0; k < std::min(n, kAhead); ++k)
     __builtin_prefetch(&v.map[v.Home(hashes[k * hash_stride], group)]);
   int64_t cached = 0;
@@ -332,7 +360,7 @@ bool BlockPool::ResetPrefixCache() {
     k.group = -1;
     k.dup_next = kNoBlock;
   }
-  std::fill(map_.begin(), map_.end(), MapEntry{0, -1, kNoBlock});
+  for (Bucket& bk : map_) std::fill(std::begin(bk.group), std::end(bk.group), -1);
   num_cached_ = 0;
   return true;
 }
@@ -385,14 +413,23 @@ void BlockPool::CheckInvariants() const {
   }
   KVSIM_CHECK(held + num_free_ == num_blocks_ - 1);  // block conservation
   KVSIM_CHECK(cached == num_cached_);
-  // Every map entry's chain holds only hashed blocks of that key.
+  // Every key's chain holds only hashed blocks of that key; every key outside its home
+  // bucket has only full buckets between (the probing invariant lookups rely on).
   int64_t in_map = 0;
-  for (const MapEntry& e : map_) {
-    if (e.group < 0) continue;
-    for (BlockId x = e.first; x != kNoBlock; x = blk_[static_cast<size_t>(x)].dup_next) {
-      const Block& k = blk_[static_cast<size_t>(x)];
-      KVSIM_CHECK(k.group == e.group && k.hash == e.hash);
-      ++in_map;
+  const size_t nb = map_.size();
+  for (size_t j = 0; j < nb; ++j) {
+    const Bucket& bk = map_[j];
+    for (int s = 0; s < kSlots; ++s) {
+      if (bk.group[s] < 0) continue;
+      for (BlockId x = bk.first[s]; x != kNoBlock; x = blk_[static_cast<size_t>(x)].dup_next) {
+        const Block& k = blk_[static_cast<size_t>(x)];
+        KVSIM_CHECK(k.group == bk.group[s] && k.hash == bk.hash[s]);
+        ++in_map;
+      }
+      for (size_t h = BucketFor(bk.hash[s], bk.group[s]); h != j; h = (h + 1) & map_mask_)
+        KVSIM_CHECK(map_[h].EmptyMask() == 0);
+      for (int t = s + 1; t < kSlots; ++t)  // a key appears once
+        KVSIM_CHECK(bk.group[t] < 0 || bk.hash[t] != bk.hash[s] || bk.group[t] != bk.group[s]);
     }
   }
   KVSIM_CHECK(in_map == num_cached_);

@@ -6,8 +6,9 @@
 // BlockId; the free queue is a ring of block ids with tombstones (O(1) pop at the head,
 // removal from the middle on a hit, append/prepend; amortized compaction), so eviction
 // scans memory sequentially and can prefetch; the cache map is an open-addressing
-// table (linear probing, backward-shift deletion, load ≤ 1/4 so probe runs are short and
-// erasing rarely shifts) of {hash, group, first block}, one 16-byte slot each. Several
+// table of {hash, group, first block} in 64-byte buckets of four slots (linear probing over
+// buckets, backward-shift deletion, load ≤ 1/4 so a key almost always lives in its home
+// bucket and an operation is one cache line with few unpredictable branches). Several
 // blocks may carry the same (hash, group) — vLLM does not de-duplicate — so blocks of one
 // key form an intrusive list in insertion order and a lookup returns the first inserted.
 // No operation allocates memory after construction.
@@ -26,6 +27,9 @@
 #include <cstdint>
 #include <span>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/block_hash.h"
 #include "core/page_planner.h"  // VllmSemantics
@@ -86,17 +90,18 @@ class BlockPool {
 
   // The first-inserted cached block of (hash, group), or kNoBlock.
   BlockId GetCachedBlock(BlockHash hash, int32_t group) const {
-    size_t i = SlotFor(hash, group);
+    size_t i = BucketFor(hash, group);
     while (true) {
-      const MapEntry& e = map_[i];
-      if (e.hash == hash && e.group == group) return e.first;
-      if (e.group < 0) return kNoBlock;
+      const Bucket& bk = map_[i];
+      const int s = bk.Find(hash, group);
+      if (s >= 0) return bk.first[s];
+      if (bk.EmptyMask() != 0) return kNoBlock;
       i = (i + 1) & map_mask_;
     }
   }
   // Prefetch hint for a lookup that will follow soon (replay's hot loop).
   void PrefetchLookup(BlockHash hash, int32_t group) const {
-    __builtin_prefetch(&map_[SlotFor(hash, group)]);
+    __builtin_prefetch(&map_[BucketFor(hash, group)]);
   }
   // Gives `block` (held, not yet hashed) the hash and inserts it in the cache map.
   void CacheBlock(BlockId block, BlockHash hash, int32_t group);
@@ -133,10 +138,51 @@ class BlockPool {
     BlockId dup_next;    // next block with the same key, insertion order
     int32_t pad;
   };
-  struct MapEntry {
-    BlockHash hash;
-    int32_t group;  // −1 = empty slot
-    BlockId first;  // first inserted block of this key
+  // One cache line of the cache map: up to kSlots keys (hash, group), each with the first
+  // inserted block of that key. Probing is linear over buckets, with the invariant that a key
+  // sits outside its home bucket only if every bucket from its home up to its own is full; so
+  // a lookup stops at the first bucket with an empty slot, and erasing from a bucket that was
+  // not full moves nothing (the common case: a branch-predictable one-line update).
+  static constexpr int kSlots = 4;
+  struct alignas(64) Bucket {
+    BlockHash hash[kSlots];
+    int32_t group[kSlots];  // −1 = empty slot
+    BlockId first[kSlots];
+
+    // Slot holding (hash, group), or −1: all slots compared at once (SSE2, part of x86-64),
+    // without a branch per slot.
+    int Find(BlockHash h, int32_t g) const {
+#if defined(__SSE2__)
+      const __m128i hv = _mm_set1_epi64x(static_cast<long long>(h));
+      __m128i a = _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(hash)), hv);
+      __m128i b = _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(hash + 2)), hv);
+      // A 64-bit lane is equal when both of its 32-bit halves are.
+      a = _mm_and_si128(a, _mm_shuffle_epi32(a, _MM_SHUFFLE(2, 3, 0, 1)));
+      b = _mm_and_si128(b, _mm_shuffle_epi32(b, _MM_SHUFFLE(2, 3, 0, 1)));
+      const unsigned hm = static_cast<unsigned>(_mm_movemask_pd(_mm_castsi128_pd(a))) |
+                          (static_cast<unsigned>(_mm_movemask_pd(_mm_castsi128_pd(b))) << 2);
+      const __m128i gv = _mm_load_si128(reinterpret_cast<const __m128i*>(group));
+      const unsigned gm = static_cast<unsigned>(
+          _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(gv, _mm_set1_epi32(g)))));
+      const unsigned m = hm & gm;
+#else
+      unsigned m = 0;
+      for (int s = 0; s < kSlots; ++s)
+        m |= static_cast<unsigned>((hash[s] == h) & (group[s] == g)) << s;
+#endif
+      return m != 0 ? __builtin_ctz(m) : -1;
+    }
+    // Bit s set iff slot s is empty (group −1: the sign bit).
+    unsigned EmptyMask() const {
+#if defined(__SSE2__)
+      return static_cast<unsigned>(_mm_movemask_ps(
+          _mm_castsi128_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(group)))));
+#else
+      unsigned m = 0;
+      for (int s = 0; s < kSlots; ++s) m |= static_cast<unsigned>(group[s] < 0) << s;
+      return m;
+#endif
+    }
   };
   static constexpr uint64_t kNotQueued = ~uint64_t{0};
   static constexpr BlockId kTomb = -1;
@@ -151,9 +197,9 @@ class BlockPool {
   void Compact(int64_t room_front);
   void MapInsert(BlockId b);
   void MapErase(BlockId b);
-  // Home slot of a key: Fibonacci hashing of the hash with the group folded in (top bits of
-  // a multiply), so even small, regular hashes (tests) spread over the table.
-  size_t SlotFor(BlockHash hash, int32_t group) const {
+  // Home bucket of a key: Fibonacci hashing of the hash with the group folded in (top bits
+  // of a multiply), so even small, regular hashes (tests) spread over the table.
+  size_t BucketFor(BlockHash hash, int32_t group) const {
     const uint64_t k =
         (hash + static_cast<uint64_t>(static_cast<uint32_t>(group)) * 0x9e3779b97f4a7c15ULL) *
         0xbf58476d1ce4e5b9ULL;
@@ -175,9 +221,9 @@ class BlockPool {
   uint64_t ring_mask_ = 0;
   uint64_t head_ = 0, tail_ = 0;
 
-  LargeVector<MapEntry> map_;  // power-of-two capacity, load ≤ 1/4
-  size_t map_mask_ = 0;
-  int map_shift_ = 64;  // 64 − log2(capacity)
+  LargeVector<Bucket> map_;  // a power of two ≥ num_blocks buckets: load ≤ 1/4 of the slots
+  size_t map_mask_ = 0;      // number of buckets − 1
+  int map_shift_ = 64;       // 64 − log2(number of buckets)
   std::vector<BlockId> scratch_;  // unhashed run collected by FreeBlocks (latest)
   std::vector<BlockId> compact_;  // Compact()'s buffer
 };

@@ -324,7 +324,7 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
     const int64_t nmax = max_len / config_.groups[0].block_size;
     const int64_t k = m.hash_ratio[0];
     std::vector<BlockId>& out = m.hit_blocks[0];
-    constexpr int64_t kAhead = 16;
+    constexpr int64_t kAhead = 64;  // far enough ahead to cover a DRAM miss at large caches
     for (int64_t j = 0; j < std::min(nmax, kAhead); ++j)
       pool_.PrefetchLookup(hashes[static_cast<size_t>((j + 1) * k - 1)], 0);
     for (int64_t j = 0; j < nmax; ++j) {

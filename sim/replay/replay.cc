@@ -185,7 +185,7 @@ Result<CurveResult> ReplayCurve(const RequestTrace& trace, const KvCacheManagerC
   int64_t marked = 0;
   int64_t max_blocks = 0;
   int64_t prev_partial = 0;
-  std::vector<TokenId> tokens;
+  std::vector<TokenId> tail;
   std::vector<BlockHash> hashes;
   std::vector<int64_t> hist;
   auto bump = [&](int64_t d, int64_t v) {
@@ -193,10 +193,8 @@ Result<CurveResult> ReplayCurve(const RequestTrace& trace, const KvCacheManagerC
     hist[static_cast<size_t>(d)] += v;
   };
   for (size_t i = 0; i < trace.size(); ++i) {
-    trace.PromptTokens(i, tokens);
-    const int64_t P = static_cast<int64_t>(tokens.size());
-    hashes.clear();
-    HashFullBlocks(kNoneHash, tokens, B, hashes);
+    trace.PromptBlockHashes(i, B, hashes, tail);
+    const int64_t P = trace[i].input_length;
     const int64_t k = static_cast<int64_t>(hashes.size());
     const int64_t partial = (P % B) != 0 ? 1 : 0;
     max_blocks = std::max(max_blocks, k + partial);
