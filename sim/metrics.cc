@@ -10,7 +10,9 @@ namespace {
 // bucket spans at most 1/2^kMantissaBits (< 0.8%) of its values. No log() per sample.
 constexpr int kMantissaBits = 7;
 
-Percentiles Exact(std::vector<double> v) {
+}  // namespace
+
+Percentiles ExactPercentiles(std::vector<double> v) {
   Percentiles p;
   if (v.empty()) return p;
   std::sort(v.begin(), v.end());
@@ -28,10 +30,6 @@ Percentiles Exact(std::vector<double> v) {
   p.max = v.back();
   return p;
 }
-
-double Ms(Tick t) { return static_cast<double>(t) / 1e6; }
-
-}  // namespace
 
 int LogHistogram::Bucket(Tick v) {
   if (v < 1) return 0;
@@ -115,21 +113,21 @@ RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
     s.prompt_tokens += r.prompt_tokens;
     s.output_tokens += r.output_tokens;
     s.hit_tokens += r.cached_tokens;
-    ttft.push_back(Ms(r.first_token - r.arrival));
-    e2e.push_back(Ms(r.finish - r.arrival));
-    queue.push_back(Ms(r.first_scheduled - r.arrival));
+    ttft.push_back(TicksToMs(r.first_token - r.arrival));
+    e2e.push_back(TicksToMs(r.finish - r.arrival));
+    queue.push_back(TicksToMs(r.first_scheduled - r.arrival));
     if (r.output_tokens > 1) {
-      tpot.push_back(Ms(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1));
+      tpot.push_back(TicksToMs(r.finish - r.first_token) /
+                     static_cast<double>(r.output_tokens - 1));
     }
   }
-  s.ttft_ms = Exact(ttft);
-  s.tpot_ms = Exact(tpot);
-  s.e2e_ms = Exact(e2e);
-  s.queue_ms = Exact(queue);
-  Percentiles itl = itl_.Summarize();
-  s.itl_ms = {Ms(static_cast<Tick>(itl.mean)), itl.p50 / 1e6, itl.p90 / 1e6, itl.p99 / 1e6,
-              itl.max / 1e6, itl.count};
-  s.itl_ms.mean = itl.mean / 1e6;
+  s.ttft_ms = ExactPercentiles(ttft);
+  s.tpot_ms = ExactPercentiles(tpot);
+  s.e2e_ms = ExactPercentiles(e2e);
+  s.queue_ms = ExactPercentiles(queue);
+  const Percentiles itl = itl_.Summarize();
+  s.itl_ms = {itl.mean / 1e6, itl.p50 / 1e6, itl.p90 / 1e6,
+              itl.p99 / 1e6,  itl.max / 1e6, itl.count};
   s.prefix_hit_rate =
       s.prompt_tokens > 0 ? static_cast<double>(s.hit_tokens) / static_cast<double>(s.prompt_tokens) : 0;
   s.lookups = lookups_;

@@ -37,6 +37,14 @@ struct Percentiles {
   int64_t count = 0;
 };
 
+// Exact mean and nearest-rank percentiles of `values` (all zero when empty).
+Percentiles ExactPercentiles(std::vector<double> values);
+
+// Ticks as milliseconds.
+inline double TicksToMs(Tick t) {
+  return static_cast<double>(t) / static_cast<double>(kTicksPerMs);
+}
+
 // Log-bucketed histogram of non-negative tick values (< 0.8% relative resolution).
 class LogHistogram {
  public:

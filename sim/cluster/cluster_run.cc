@@ -107,7 +107,7 @@ std::string ClusterRequestsCsv(const ClusterSim& sim) {
       "queue_ms,prefill_ms,transfer_ms,first_decode_ms,wire_ms,e2e_ms,prefill_hit_tokens,"
       "decode_hit_tokens,transfer_tokens,descriptors,bytes,save_relayout_bytes,"
       "receive_relayout_bytes,status\n";
-  auto ms = [](Tick t) { return Num(static_cast<double>(t) / 1e6); };
+  auto ms = [](Tick t) { return Num(TicksToMs(t)); };
   for (const PdRecord& r : sim.records()) {
     if (!r.arrived) continue;
     const bool done = r.finish >= 0;

@@ -105,27 +105,6 @@ struct ClusterSim::Transfer {
 
 namespace {
 
-PdStats Stats(std::vector<double> v) {
-  PdStats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.count = static_cast<int64_t>(v.size());
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / static_cast<double>(v.size());
-  auto rank = [&](double q) {
-    const size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-    return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
-  };
-  s.p50 = rank(0.5);
-  s.p90 = rank(0.9);
-  s.p99 = rank(0.99);
-  s.max = v.back();
-  return s;
-}
-
-double Ms(Tick t) { return static_cast<double>(t) / static_cast<double>(kTicksPerMs); }
-
 // Trace processes: 1 the network, 2 the requests (TraceRecorder's), 3.. the instances.
 constexpr int kNetworkPid = 1;
 int InstancePid(int global_index) { return 3 + global_index; }
@@ -686,25 +665,26 @@ ClusterSummary ClusterSim::Summary() const {
     }
     ++s.finished;
     outputs += r.output_tokens;
-    ttft.push_back(Ms(r.first_token - r.arrival));
-    queue.push_back(Ms(r.prefill_start - r.arrival));
-    prefill.push_back(Ms(r.prefill_end - r.prefill_start));
-    transfer.push_back(Ms(r.kv_ready - r.prefill_end));
-    first.push_back(Ms(r.first_token - r.kv_ready));
-    wire.push_back(Ms(r.wire_end - r.wire_start));
-    e2e.push_back(Ms(r.finish - r.arrival));
+    ttft.push_back(TicksToMs(r.first_token - r.arrival));
+    queue.push_back(TicksToMs(r.prefill_start - r.arrival));
+    prefill.push_back(TicksToMs(r.prefill_end - r.prefill_start));
+    transfer.push_back(TicksToMs(r.kv_ready - r.prefill_end));
+    first.push_back(TicksToMs(r.first_token - r.kv_ready));
+    wire.push_back(TicksToMs(r.wire_end - r.wire_start));
+    e2e.push_back(TicksToMs(r.finish - r.arrival));
     if (r.output_tokens > 1) {
-      tpot.push_back(Ms(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1));
+      tpot.push_back(TicksToMs(r.finish - r.first_token) /
+                     static_cast<double>(r.output_tokens - 1));
     }
   }
-  s.ttft = Stats(ttft);
-  s.queue = Stats(queue);
-  s.prefill = Stats(prefill);
-  s.transfer = Stats(transfer);
-  s.first_decode = Stats(first);
-  s.wire = Stats(wire);
-  s.tpot = Stats(tpot);
-  s.e2e = Stats(e2e);
+  s.ttft = ExactPercentiles(ttft);
+  s.queue = ExactPercentiles(queue);
+  s.prefill = ExactPercentiles(prefill);
+  s.transfer = ExactPercentiles(transfer);
+  s.first_decode = ExactPercentiles(first);
+  s.wire = ExactPercentiles(wire);
+  s.tpot = ExactPercentiles(tpot);
+  s.e2e = ExactPercentiles(e2e);
   s.output_throughput = static_cast<double>(outputs) / s.makespan_s;
   for (int role = 0; role < 2; ++role) {
     PoolSummary& ps = role == 0 ? s.prefill_pool : s.decode_pool;
@@ -739,7 +719,7 @@ ClusterSummary ClusterSim::Summary() const {
 
 namespace {
 
-nlohmann::json StatsJson(const PdStats& p) {
+nlohmann::json StatsJson(const Percentiles& p) {
   return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max},
           {"count", p.count}};
 }
@@ -752,7 +732,7 @@ nlohmann::json PoolJson(const PoolSummary& p) {
           {"preemptions", p.preemptions}};
 }
 
-std::string StatLine(const char* name, const PdStats& p) {
+std::string StatLine(const char* name, const Percentiles& p) {
   return fmt::format("  {:<22} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", name, p.mean, p.p50,
                      p.p90, p.p99);
 }

@@ -38,6 +38,7 @@
 #include "sim/cluster/flow_network.h"
 #include "sim/cluster/router.h"
 #include "sim/event.h"
+#include "sim/metrics.h"
 #include "sim/scenario/scenario.h"
 #include "sim/trace_export.h"
 #include "sim/workload/i_workload.h"
@@ -71,11 +72,6 @@ struct PdRecord {
   bool arrived = false;
 };
 
-struct PdStats {  // over finished requests, milliseconds
-  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
-  int64_t count = 0;
-};
-
 struct PoolSummary {
   std::string role;
   std::vector<double> kv_usage_mean;  // per instance, time-weighted over the makespan
@@ -97,8 +93,9 @@ struct LinkSummary {
 struct ClusterSummary {
   int64_t arrived = 0, finished = 0, rejected = 0, unfinished = 0;
   double makespan_s = 0;
-  PdStats ttft, queue, prefill, transfer, first_decode, tpot, e2e;
-  PdStats wire;  // wire_end − wire_start
+  // Over finished requests, in milliseconds.
+  Percentiles ttft, queue, prefill, transfer, first_decode, tpot, e2e;
+  Percentiles wire;  // wire_end − wire_start
   int64_t transferred_requests = 0;
   int64_t bytes = 0, descriptors = 0, save_relayout_bytes = 0, receive_relayout_bytes = 0;
   int64_t decode_hit_tokens = 0;  // prompt tokens the decoders already held
