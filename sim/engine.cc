@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/engine_common.h"
+
 namespace kvsim {
 
 Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
@@ -12,17 +14,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
                          sc.source + ": the KV cache has no usable blocks; set "
                                      "cache.kv_memory_bytes or cache.num_gpu_blocks");
   }
-  auto kv = KvCacheManagerConfigFromPlan(plan.value());
-  if (!kv.ok()) return kv.status();
-  KvCacheManagerConfig kvc = kv.value();
-  kvc.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
-  if (sc.cache.num_speculative_tokens > 0) kvc.use_eagle = sc.sim.spec.eagle();
-  if (Status s = kvc.Validate(); !s.ok()) return s;
+  auto kvc = EngineKvConfig(sc, plan.value());
+  if (!kvc.ok()) return kvc.status();
   std::string note;
   auto wl = MakeWorkload(sc.sim.workload, sc.seed, &note);
   if (!wl.ok()) return wl.status();
   std::unique_ptr<Engine> e(
-      new Engine(sc, std::move(plan.value()), kvc, std::move(wl.value())));
+      new Engine(sc, std::move(plan.value()), kvc.value(), std::move(wl.value())));
   e->workload_note_ = note;
   return e;
 }
@@ -39,19 +37,8 @@ Engine::Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig&
       accept_rng_(Rng(sc_.seed).Fork(0x5bec)) {
   sc_.tree = ConfigNode();  // the parsed structs are all the engine needs
   workload_desc_ = workload_->Describe();
-  max_model_len_ = plan_.max_model_len > 0 ? plan_.max_model_len : (int64_t{1} << 40);
   num_spec_ = sc_.cache.num_speculative_tokens;
-  params_.max_num_batched_tokens = sc_.scheduler.max_num_batched_tokens;
-  params_.max_num_seqs = sc_.scheduler.max_num_seqs;
-  params_.max_model_len = max_model_len_;
-  params_.long_prefill_token_threshold = sc_.sim.scheduler.long_prefill_token_threshold;
-  params_.enable_chunked_prefill = sc_.sim.scheduler.enable_chunked_prefill;
-  params_.policy = sc_.sim.scheduler.policy == "priority" ? SchedulingPolicy::kPriority
-                                                          : SchedulingPolicy::kFcfs;
-  params_.full_sequence_must_fit = sc_.sim.scheduler.full_sequence_must_fit;
-  params_.num_lookahead_tokens =
-      num_spec_ > 0 ? num_spec_ + (sc_.sim.spec.method == "dflash" ? 1 : 0) : 0;
-  params_.mamba_align_split = kv_config.has_mamba_align();
+  params_ = EngineSchedulerParams(sc_, plan_, kv_config, num_spec_);
   if (sc_.sim.run.max_sim_seconds > 0) {
     stop_at_ = static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond);
   }
@@ -123,7 +110,7 @@ void Engine::OnArrival(int64_t id) {
   rec.arrival = now_;
   rec.prompt_tokens = r.num_prompt_tokens;
   if (static_cast<size_t>(id) >= live_.size()) live_.resize(static_cast<size_t>(id) + 1);
-  if (r.num_prompt_tokens < 1 || r.num_prompt_tokens >= max_model_len_ ||
+  if (r.num_prompt_tokens < 1 || r.num_prompt_tokens >= params_.max_model_len ||
       mgr_.BlocksNeededFresh(r.num_prompt_tokens) > plan_.usable_blocks()) {
     Reject(*l);
     return;
@@ -209,11 +196,8 @@ void Engine::OnStepEnd() {
     // Verify the drafts: accepted left to right until the first rejection.
     int64_t accepted = 0;
     if (c.num_spec_tokens > 0) {
-      while (accepted < c.num_spec_tokens && accept_rng_.Bernoulli(sc_.sim.spec.acceptance_rate)) {
-        ++accepted;
-      }
+      accepted = VerifyDrafts(r, c.num_spec_tokens, sc_.sim.spec.acceptance_rate, accept_rng_);
       metrics_.SpecDrafts(c.num_spec_tokens, accepted);
-      r.num_computed_tokens -= c.num_spec_tokens - accepted;
     }
     const int64_t gen = std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
     Live& l = *live_[static_cast<size_t>(r.id)];
@@ -231,16 +215,13 @@ void Engine::OnStepEnd() {
     r.num_output_tokens += gen;
     r.num_tokens += gen;
     r.num_spec_tokens = 0;
-    if (r.num_output_tokens >= r.max_output_tokens || r.num_tokens >= max_model_len_) {
+    if (r.num_output_tokens >= r.max_output_tokens || r.num_tokens >= params_.max_model_len) {
       r.status = RequestStatus::kFinished;
       any_finished = true;
       continue;
     }
     mgr_.AppendTokens(r.kv_handle, token_buf_);
-    if (num_spec_ > 0) {
-      r.num_spec_tokens = std::min<int64_t>(num_spec_, r.max_output_tokens - r.num_output_tokens - 1);
-      r.num_spec_tokens = std::max<int64_t>(0, r.num_spec_tokens);
-    }
+    if (num_spec_ > 0) r.num_spec_tokens = NextStepDrafts(r, num_spec_);
   }
   metrics_.StepEnd(step_start_, now_, mgr_.usage(), static_cast<int64_t>(state_.running.size()),
                    static_cast<int64_t>(state_.waiting.size()));

@@ -96,8 +96,7 @@ class Engine {
   Tick step_start_ = 0;
   Tick now_ = 0;
   Tick stop_at_ = -1;
-  int64_t num_spec_ = 0;      // drafts per step (cache.num_speculative_tokens)
-  int64_t max_model_len_ = 0;
+  int64_t num_spec_ = 0;  // drafts per step (cache.num_speculative_tokens)
   std::vector<TokenId> token_buf_;
   std::vector<RequestSpec> follow_buf_;
 };

@@ -8,6 +8,7 @@
 
 #include "core/cost_model.h"
 #include "core/kv_cache_manager.h"
+#include "sim/engine_common.h"
 #include "sim/kv_adapter.h"
 #include "sim/report/plan_report.h"
 #include "sim/scheduler/scheduler.h"
@@ -36,20 +37,9 @@ class ClusterSim::Instance {
         usable_blocks(plan.usable_blocks()),
         accept_rng(Rng(seed).Fork(0x5bec00 + static_cast<uint64_t>(pool_index) +
                                   (is_prefill ? 0 : 0x1000))) {
-    max_model_len = plan.max_model_len > 0 ? plan.max_model_len : (int64_t{1} << 40);
-    params.max_num_batched_tokens = pool.scheduler.max_num_batched_tokens;
-    params.max_num_seqs = pool.scheduler.max_num_seqs;
-    params.max_model_len = max_model_len;
-    params.long_prefill_token_threshold = pool.sim.scheduler.long_prefill_token_threshold;
-    params.enable_chunked_prefill = pool.sim.scheduler.enable_chunked_prefill;
-    params.policy = pool.sim.scheduler.policy == "priority" ? SchedulingPolicy::kPriority
-                                                            : SchedulingPolicy::kFcfs;
-    params.full_sequence_must_fit = pool.sim.scheduler.full_sequence_must_fit;
     // The prefill pool never decodes, so it never drafts.
     num_spec = is_prefill ? 0 : pool.cache.num_speculative_tokens;
-    params.num_lookahead_tokens =
-        num_spec > 0 ? num_spec + (pool.sim.spec.method == "dflash" ? 1 : 0) : 0;
-    params.mamba_align_split = kvc.has_mamba_align();
+    params = EngineSchedulerParams(pool, plan, kvc, num_spec);
   }
 
   void Integrate(Tick now) {
@@ -76,7 +66,6 @@ class ClusterSim::Instance {
   KvAdapter adapter;
   CostModel cost;
   int64_t usable_blocks = 0;
-  int64_t max_model_len = 0;
   SchedulerParams params;
   SchedulerState state;
   StepPlan step;
@@ -108,16 +97,6 @@ namespace {
 // Trace processes: 1 the network, 2 the requests (TraceRecorder's), 3.. the instances.
 constexpr int kNetworkPid = 1;
 int InstancePid(int global_index) { return 3 + global_index; }
-
-Result<KvCacheManagerConfig> ManagerConfig(const Scenario& pool, const KvCachePlan& plan) {
-  auto kv = KvCacheManagerConfigFromPlan(plan);
-  if (!kv.ok()) return kv.status();
-  KvCacheManagerConfig kvc = kv.value();
-  kvc.max_num_batched_tokens = pool.scheduler.max_num_batched_tokens;
-  if (pool.cache.num_speculative_tokens > 0) kvc.use_eagle = pool.sim.spec.eagle();
-  if (Status s = kvc.Validate(); !s.ok()) return s;
-  return kvc;
-}
 
 }  // namespace
 
@@ -151,9 +130,9 @@ ClusterSim::~ClusterSim() = default;
 Status ClusterSim::Init() {
   const ClusterConfig& cc = sc_.cluster;
   workload_desc_ = workload_->Describe();
-  auto pk = ManagerConfig(*cc.prefill.scenario, setup_.prefill_plan);
+  auto pk = EngineKvConfig(*cc.prefill.scenario, setup_.prefill_plan);
   if (!pk.ok()) return Status::Error(pk.status().code(), "cluster.prefill: " + pk.status().message());
-  auto dk = ManagerConfig(*cc.decode.scenario, setup_.decode_plan);
+  auto dk = EngineKvConfig(*cc.decode.scenario, setup_.decode_plan);
   if (!dk.ok()) return Status::Error(dk.status().code(), "cluster.decode: " + dk.status().message());
   num_prefill_ = static_cast<int>(cc.prefill.count);
   for (int i = 0; i < num_prefill_; ++i) {
@@ -329,14 +308,8 @@ void ClusterSim::Run() {
             done.emplace_back(r.id, 0);
             continue;
           }
-          int64_t accepted = 0;
-          if (c.num_spec_tokens > 0) {
-            while (accepted < c.num_spec_tokens &&
-                   in.accept_rng.Bernoulli(in.sc.sim.spec.acceptance_rate)) {
-              ++accepted;
-            }
-            r.num_computed_tokens -= c.num_spec_tokens - accepted;
-          }
+          const int64_t accepted =
+              VerifyDrafts(r, c.num_spec_tokens, in.sc.sim.spec.acceptance_rate, in.accept_rng);
           const int64_t gen =
               std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
           Instance::Live& lv = in.live_of(r.id);
@@ -351,16 +324,14 @@ void ClusterSim::Run() {
           r.num_output_tokens += gen;
           r.num_tokens += gen;
           r.num_spec_tokens = 0;
-          if (r.num_output_tokens >= r.max_output_tokens || r.num_tokens >= in.max_model_len) {
+          if (r.num_output_tokens >= r.max_output_tokens ||
+              r.num_tokens >= in.params.max_model_len) {
             r.status = RequestStatus::kFinished;
             done.emplace_back(r.id, r.num_output_tokens);
             continue;
           }
           in.mgr.AppendTokens(r.kv_handle, toks);
-          if (in.num_spec > 0) {
-            r.num_spec_tokens = std::max<int64_t>(
-                0, std::min<int64_t>(in.num_spec, r.max_output_tokens - r.num_output_tokens - 1));
-          }
+          if (in.num_spec > 0) r.num_spec_tokens = NextStepDrafts(r, in.num_spec);
         }
         auto& run = in.state.running;
         run.erase(std::remove_if(run.begin(), run.end(),
@@ -461,7 +432,7 @@ void ClusterSim::OnArrival(int64_t id) {
   const Instance& p0 = *inst_[0];
   const Instance& d0 = *inst_[static_cast<size_t>(num_prefill_)];
   const int64_t n = rec.prompt_tokens;
-  if (n < 1 || n >= p0.max_model_len || n >= d0.max_model_len ||
+  if (n < 1 || n >= p0.params.max_model_len || n >= d0.params.max_model_len ||
       p0.mgr.BlocksNeededFresh(n) > p0.usable_blocks ||
       d0.mgr.BlocksNeededFresh(n) > d0.usable_blocks) {
     Reject(id);
