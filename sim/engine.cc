@@ -125,8 +125,12 @@ void Engine::Reject(Live& l) {
   RequestRecord& rec = metrics_.record(l.req.id);
   rec.rejected = true;
   // A rejected request still ends its session/tree branch.
+  EndForWorkload(l.spec, 0);
+}
+
+void Engine::EndForWorkload(const RequestSpec& spec, int64_t output_tokens) {
   follow_buf_.clear();
-  workload_->OnFinish(l.spec, 0, now_, follow_buf_);
+  workload_->OnFinish(spec, output_tokens, now_, follow_buf_);
   for (RequestSpec& f : follow_buf_) {
     const int64_t fid = f.id;
     const Tick t = f.arrival;
@@ -254,14 +258,7 @@ void Engine::Finish(Live& l) {
   rec.preemptions = l.req.num_preemptions;
   if (trace_) trace_->RequestPhase(id, "decode", rec.first_token, now_);
   mgr_.RemoveRequest(l.req.kv_handle);
-  follow_buf_.clear();
-  workload_->OnFinish(l.spec, l.req.num_output_tokens, now_, follow_buf_);
-  for (RequestSpec& f : follow_buf_) {
-    const int64_t fid = f.id;
-    const Tick t = f.arrival;
-    arriving_.emplace(fid, std::move(f));
-    queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(fid));
-  }
+  EndForWorkload(l.spec, l.req.num_output_tokens);
   live_[static_cast<size_t>(id)].reset();
 }
 

@@ -71,6 +71,9 @@ class Engine {
   void OnStepEnd();
   void Finish(Live& l);
   void Reject(Live& l);
+  // Tells the workload a request is over (finished, or rejected with 0 outputs) and queues
+  // the follow-up arrivals it returns.
+  void EndForWorkload(const RequestSpec& spec, int64_t output_tokens);
   void RequestSchedule();
 
   Scenario sc_;

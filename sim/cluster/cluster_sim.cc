@@ -573,22 +573,18 @@ void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {
   last_finish_ = std::max(last_finish_, now_);
   in.mgr.RemoveRequest(in.live_of(id).req.kv_handle);
   in.live.erase(id);
-  follow_buf_.clear();
-  workload_->OnFinish(specs_.at(id), outputs, now_, follow_buf_);
-  specs_.erase(id);
-  for (RequestSpec& f : follow_buf_) {
-    const int64_t fid = f.id;
-    const Tick at = f.arrival;
-    specs_[fid] = std::move(f);
-    Push(at, Ev::kArrival, fid);
-  }
+  EndForWorkload(id, outputs);
 }
 
 void ClusterSim::Reject(int64_t id) {
   if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
   records_[static_cast<size_t>(id)].rejected = true;
+  EndForWorkload(id, 0);
+}
+
+void ClusterSim::EndForWorkload(int64_t id, int64_t output_tokens) {
   follow_buf_.clear();
-  workload_->OnFinish(specs_.at(id), 0, now_, follow_buf_);
+  workload_->OnFinish(specs_.at(id), output_tokens, now_, follow_buf_);
   specs_.erase(id);
   for (RequestSpec& f : follow_buf_) {
     const int64_t fid = f.id;

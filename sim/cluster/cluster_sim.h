@@ -147,6 +147,9 @@ class ClusterSim {
   void OnKvReady(int64_t id);
   void OnFinished(int d, int64_t id, int64_t outputs);
   void Reject(int64_t id);
+  // Tells the workload request `id` is over (finished, or rejected with 0 outputs), drops its
+  // spec and queues the follow-up arrivals the workload returns.
+  void EndForWorkload(int64_t id, int64_t output_tokens);
   void RequestSchedule(int inst);
   void TraceRequests();
   void TraceNetwork();
