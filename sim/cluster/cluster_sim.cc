@@ -248,11 +248,8 @@ void ClusterSim::Run() {
         Instance& in = *inst_[static_cast<size_t>(e.a)];
         in.schedule_pending = false;
         if (in.step_in_flight || (in.state.running.empty() && in.state.waiting.empty())) break;
-        in.step = Schedule(in.params, in.state, in.adapter);
-        for (SimRequest* p : in.step.preempted) {
-          (void)p;
-          ++in.preemptions;
-        }
+        Schedule(in.params, in.state, in.adapter, in.step);
+        in.preemptions += static_cast<int64_t>(in.step.preempted.size());
         if (in.step.empty()) {
           if (in.state.running.empty() && !in.state.waiting.empty() && !in.HoldsForOthers()) {
             // Nothing runs and the head cannot be admitted: it never will be.
@@ -317,9 +314,9 @@ void ClusterSim::Run() {
           if (rec.first_token < 0) rec.first_token = now_;
           lv.last_emit = now_;
           const RequestSpec& spec = specs_.at(r.id);
-          std::vector<TokenId> toks;
+          token_buf_.clear();
           for (int64_t k = 0; k < gen; ++k) {
-            toks.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
+            token_buf_.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
           }
           r.num_output_tokens += gen;
           r.num_tokens += gen;
@@ -330,7 +327,7 @@ void ClusterSim::Run() {
             done.emplace_back(r.id, r.num_output_tokens);
             continue;
           }
-          in.mgr.AppendTokens(r.kv_handle, toks);
+          in.mgr.AppendTokens(r.kv_handle, token_buf_);
           if (in.num_spec > 0) r.num_spec_tokens = NextStepDrafts(r, in.num_spec);
         }
         auto& run = in.state.running;

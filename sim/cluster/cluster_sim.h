@@ -178,6 +178,7 @@ class ClusterSim {
   Tick last_finish_ = 0;
   int64_t hash_block_ = 16;
   double flow_cap_ = 0;  // bytes per ns; 0 = none
+  std::vector<TokenId> token_buf_;  // one request's new output tokens (reused every step)
   std::vector<RequestSpec> follow_buf_;
   TraceRecorder* trace_ = nullptr;
 };
