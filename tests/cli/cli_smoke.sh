@@ -9,17 +9,7 @@ fail=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvsim_cli.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# check NAME EXPECTED_RC CMD...   (exit code only)
-check() {
-  local name=$1 want=$2; shift 2
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fail=1
-  else
-    echo "ok   $name"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"  # check NAME EXPECTED_RC CMD...
 
 # bad NAME "FRAGMENT|FRAGMENT..." CMD...   exit 2, stderr names every fragment, no crash text
 bad() {

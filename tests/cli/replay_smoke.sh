@@ -6,16 +6,7 @@ tok=$root/scenarios/traces/sample_tokens.jsonl
 moon=$root/scenarios/traces/mooncake_conversation_head60.jsonl
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() {  # check NAME EXPECTED_RC CMD...
-  local name=$1 want=$2; shift 2
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fail=1
-  else
-    echo "ok   $name"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"  # check NAME EXPECTED_RC CMD...
 check "tokens" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 200
 check "mooncake" 0 "$kvsim" replay "$moon" --block-size 512 --cache-tokens 200000
 check "hybrid swa" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid swa:128

@@ -7,18 +7,8 @@ kvsim=$1; root=$2
 fail=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-check() {  # check NAME EXPECTED_RC CMD...
-  local name=$1 want=$2; shift 2
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fail=1
-  elif [ "$want" -eq 2 ] && echo "$out" | grep -q "hit rate"; then
-    echo "FAIL $name: printed a table on bad input"; fail=1
-  else
-    echo "ok   $name"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"  # check NAME EXPECTED_RC CMD...
+check_bad_input_forbids="hit rate"  # bad input prints no table
 check "run default" 0 "$kvsim" run --set workload.num_requests=50
 out=$("$kvsim" run --set workload.num_requests=50)
 for p in 1 2 4 8; do
