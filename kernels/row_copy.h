@@ -60,6 +60,24 @@ struct LayoutConvertArguments {
   int64_t num_tokens = 0;  // tokens [0, num_tokens) of the sequence are converted
 };
 
+// The gather that reads what `append` writes back out of the same cache (same layout, layer,
+// dtype, tokens, heads and slot mapping) into out_key / out_value.
+inline PagedGatherArguments ReadBackArguments(const CacheAppendArguments& append, void* out_key,
+                                              void* out_value) {
+  PagedGatherArguments g;
+  g.layout = append.layout;
+  g.layer = append.layer;
+  g.cache = append.cache;
+  g.dtype = append.dtype;
+  g.num_tokens = append.num_tokens;
+  g.num_heads = append.num_heads;
+  g.head_size = append.head_size;
+  g.out_key = out_key;
+  g.out_value = out_value;
+  g.slot_mapping = append.slot_mapping;
+  return g;
+}
+
 Status CanImplement(const CacheAppendArguments& a);
 Status CanImplement(const PagedGatherArguments& a);
 Status CanImplement(const LayoutConvertArguments& a);

@@ -199,17 +199,7 @@ CaseReport RunLayoutCase(const LayoutCase& c, Executor& ex, const CorrectnessOpt
   std::vector<uint8_t> pk(out_poison.size()), pv(out_poison.size());
   rep.gather.ran = true;
   {
-    PagedGatherArguments g;
-    g.layout = L;
-    g.layer = c.layer;
-    g.cache = d_cache.get();
-    g.dtype = c.dtype;
-    g.num_tokens = tokens;
-    g.num_heads = heads;
-    g.head_size = c.head_size;
-    g.out_key = d_ok.get();
-    g.out_value = has_v ? d_ov.get() : nullptr;
-    g.slot_mapping = d_slots.as<int64_t>();
+    const PagedGatherArguments g = ReadBackArguments(app, d_ok.get(), has_v ? d_ov.get() : nullptr);
     d_ok.Put(out_poison.data());
     d_ov.Put(out_poison.data());
     st = CanImplement(g);

@@ -247,17 +247,7 @@ Status TimeMovement(Suite& s, const LayoutCase& c, int64_t tokens, const std::st
   if (!st.ok()) return st;
   s.Add("append", c.name, size_key, KernelClass::kDataMovement, bytes, held_out, med, mn, mx,
         ap.vec_bytes, is_plain);
-  PagedGatherArguments g;
-  g.layout = l;
-  g.layer = c.layer;
-  g.cache = cache.p;
-  g.dtype = c.dtype;
-  g.num_tokens = tokens;
-  g.num_heads = heads;
-  g.head_size = c.head_size;
-  g.out_key = k.p;
-  g.out_value = v.p;
-  g.slot_mapping = slots.as<int64_t>();
+  const PagedGatherArguments g = ReadBackArguments(a, k.p, v.p);
   st = CanImplement(g);
   if (!st.ok()) return st;
   const RowCopyParams gp = MakeParams(g);

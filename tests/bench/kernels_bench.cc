@@ -72,30 +72,16 @@ void BM_AppendGather(benchmark::State& state) {
   std::vector<int64_t> hs(tokens);
   std::iota(hs.begin(), hs.end(), 16);
   cudaMemcpy(slots, hs.data(), tokens * 8, cudaMemcpyHostToDevice);
-  RowCopyParams p;
-  if (!gather) {
-    CacheAppendArguments a;
-    a.layout = c.view;
-    a.cache = cache;
-    a.num_tokens = tokens;
-    a.num_heads = sh.heads;
-    a.head_size = sh.head_size;
-    a.key = k;
-    a.value = v;
-    a.slot_mapping = static_cast<int64_t*>(slots);
-    p = MakeParams(a);
-  } else {
-    PagedGatherArguments a;
-    a.layout = c.view;
-    a.cache = cache;
-    a.num_tokens = tokens;
-    a.num_heads = sh.heads;
-    a.head_size = sh.head_size;
-    a.out_key = k;
-    a.out_value = v;
-    a.slot_mapping = static_cast<int64_t*>(slots);
-    p = MakeParams(a);
-  }
+  CacheAppendArguments a;
+  a.layout = c.view;
+  a.cache = cache;
+  a.num_tokens = tokens;
+  a.num_heads = sh.heads;
+  a.head_size = sh.head_size;
+  a.key = k;
+  a.value = v;
+  a.slot_mapping = static_cast<int64_t*>(slots);
+  const RowCopyParams p = gather ? MakeParams(ReadBackArguments(a, k, v)) : MakeParams(a);
   TimeLoop(state, [&] { LaunchRowCopy(p); }, MovedBytes(p, tokens));
   cudaFree(cache);
   cudaFree(k);
@@ -206,33 +192,24 @@ void BM_RowCopyTuning(benchmark::State& state) {
   cudaMalloc(&dbt, blocks2.size() * 4);
   cudaMemcpy(sbt, blocks.data(), blocks.size() * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dbt, blocks2.data(), blocks2.size() * 4, cudaMemcpyHostToDevice);
+  CacheAppendArguments append;
+  append.layout = c.view;
+  append.cache = cache;
+  append.num_tokens = tokens;
+  append.num_heads = sh.heads;
+  append.head_size = sh.head_size;
+  append.key = k;
+  append.value = v;
+  append.slot_mapping = static_cast<int64_t*>(slots);
   RowCopyParams p;
   void* out = nullptr;
   int64_t out_bytes = 0;
   if (kind == 0) {
-    CacheAppendArguments a;
-    a.layout = c.view;
-    a.cache = cache;
-    a.num_tokens = tokens;
-    a.num_heads = sh.heads;
-    a.head_size = sh.head_size;
-    a.key = k;
-    a.value = v;
-    a.slot_mapping = static_cast<int64_t*>(slots);
-    p = MakeParams(a);
+    p = MakeParams(append);
     out = cache;
     out_bytes = c.alloc_bytes;
   } else if (kind == 1) {
-    PagedGatherArguments a;
-    a.layout = c.view;
-    a.cache = cache;
-    a.num_tokens = tokens;
-    a.num_heads = sh.heads;
-    a.head_size = sh.head_size;
-    a.out_key = k;
-    a.out_value = v;
-    a.slot_mapping = static_cast<int64_t*>(slots);
-    p = MakeParams(a);
+    p = MakeParams(ReadBackArguments(append, k, v));
     out = k;
     out_bytes = in;
   } else {
