@@ -10,8 +10,12 @@
 //   * block_stride / layer_stride larger than dense: padded pages (PR #45181) and packs;
 //   * base_offset: a pack member's or a cross-layer layer's start inside the block;
 //   * kv_split: where K and V live when they are not packed into C (classic and legacy layouts).
-// offset() is the only stride arithmetic in kvsim. Everything here is constexpr and usable in
-// CUDA kernels; Decode() (the inverse, for the viewer and tests) is host-only but header-only.
+// offset() is the only stride arithmetic in kvsim: it is KvAddressing::offset() over the
+// strides that Addressing() resolves, and kernels keep that resolved form in their launch
+// parameters so that the permutation is not re-derived per address (a run-time axis order
+// would otherwise be walked through a local-memory array on every call). Everything here is
+// constexpr and usable in CUDA kernels; Decode() (the inverse, for the viewer and tests) is
+// host-only but header-only.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,47 @@ struct KvCoord {
   int64_t head = 0;
   int64_t token = 0;  // token within the kernel block
   int64_t byte = 0;   // content byte: [0, k_bytes) is K, [k_bytes, k_bytes + v_bytes) is V
+};
+
+// A KvLayout with its strides resolved: the affine map offset() evaluates. Built only by
+// KvLayout::Addressing(); KvLayout::offset() and ManagerOffset() are these two functions
+// over a freshly resolved copy, so the formula exists once. Kernels build it on the host and
+// read it from their parameters, where every field is a constant operand.
+struct KvAddressing {
+  int64_t stride_s = 0;  // bytes between the K half and the V half (split layouts)
+  int64_t stride_l = 0;
+  int64_t stride_b = 0;
+  int64_t stride_h = 0;
+  int64_t stride_n = 0;
+  int64_t base_offset = 0;
+  // Content bytes at or past `v_from` live in the V half: k_bytes for split layouts, never
+  // (INT64_MAX) when K and V are packed in one content row.
+  int64_t v_from = INT64_MAX;
+  int64_t k_bytes = 0;
+  int64_t block_tokens = 1;  // kernel block
+  int64_t kernel_split = 1;
+
+  KVSIM_HOST_DEVICE constexpr int64_t offset(int64_t layer, int64_t block, int64_t head,
+                                             int64_t token, int64_t byte) const {
+    int64_t half = 0;
+    if (byte >= v_from) {
+      half = 1;
+      byte -= k_bytes;
+    }
+    return base_offset + half * stride_s + layer * stride_l + block * stride_b +
+           head * stride_h + token * stride_n + byte;
+  }
+
+  // Token `token` of manager block `manager_block` lies in kernel block
+  // manager_block * kernel_split + token / N at position token % N (reference §4.3).
+  KVSIM_HOST_DEVICE constexpr int64_t ManagerOffset(int64_t layer, int64_t manager_block,
+                                                    int64_t head, int64_t token,
+                                                    int64_t byte) const {
+    if (kernel_split == 1)  // the common case: no division on the kernels' hot path
+      return offset(layer, manager_block, head, token, byte);
+    return offset(layer, manager_block * kernel_split + token / block_tokens, head,
+                  token % block_tokens, byte);
+  }
 };
 
 struct KvLayout {
@@ -154,19 +199,29 @@ struct KvLayout {
     return stride[kB] * kernel_split;
   }
 
+  // The strides of every axis resolved once (see KvAddressing).
+  KVSIM_HOST_DEVICE constexpr KvAddressing Addressing() const {
+    int64_t stride[kNumAxes] = {0, 0, 0, 0, 0, 0};
+    Strides(stride);
+    KvAddressing a;
+    a.stride_s = stride[kS];
+    a.stride_l = stride[kL];
+    a.stride_b = stride[kB];
+    a.stride_h = stride[kH];
+    a.stride_n = stride[kN];
+    a.base_offset = base_offset;
+    a.v_from = kv_split == KvSplit::kPackedInContent ? INT64_MAX : k_bytes;
+    a.k_bytes = k_bytes;
+    a.block_tokens = block_tokens;
+    a.kernel_split = kernel_split;
+    return a;
+  }
+
   // Byte offset of content byte `byte` of (layer slot, kernel block, head, token).
   // REQUIRES: every coordinate inside its extent.
   KVSIM_HOST_DEVICE constexpr int64_t offset(int64_t layer, int64_t block, int64_t head,
                                              int64_t token, int64_t byte) const {
-    int64_t stride[kNumAxes] = {0, 0, 0, 0, 0, 0};
-    Strides(stride);
-    int64_t half = 0;
-    if (kv_split != KvSplit::kPackedInContent && byte >= k_bytes) {
-      half = 1;
-      byte -= k_bytes;
-    }
-    return base_offset + half * stride[kS] + layer * stride[kL] + block * stride[kB] +
-           head * stride[kH] + token * stride[kN] + byte;
+    return Addressing().offset(layer, block, head, token, byte);
   }
 
   // The same byte addressed by manager block and the token's position in it: the kernel
@@ -175,8 +230,7 @@ struct KvLayout {
   KVSIM_HOST_DEVICE constexpr int64_t ManagerOffset(int64_t layer, int64_t manager_block,
                                                     int64_t head, int64_t token,
                                                     int64_t byte) const {
-    return offset(layer, manager_block * kernel_split + token / block_tokens, head,
-                  token % block_tokens, byte);
+    return Addressing().ManagerOffset(layer, manager_block, head, token, byte);
   }
 
   // A single layer slot's view of this allocation (what vLLM hands one attention layer):

@@ -40,6 +40,8 @@ Status CanImplement(const DecodeAttentionArguments& a) {
   if (NumSplits(a) > 2048)
     return Reject("max_seq_len " + S(a.max_seq_len) + " needs " + S(NumSplits(a)) +
                   " partitions; at most 2048 are supported");
+  if (a.max_seq_len >= (int64_t{1} << 31))
+    return Reject("max_seq_len " + S(a.max_seq_len) + " reaches 2^31 tokens");
   if (a.max_seq_len > a.max_blocks_per_seq * l.manager_block_tokens())
     return Reject("max_seq_len " + S(a.max_seq_len) + " exceeds the block table's " +
                   S(a.max_blocks_per_seq) + " blocks × " + S(l.manager_block_tokens()) +
@@ -64,6 +66,8 @@ DecodeAttentionParams MakeParams(const DecodeAttentionArguments& a) {
   p.head_passes = (p.group + p.heads_per_pass - 1) / p.heads_per_pass;
   p.num_splits = NumSplits(a);
   p.split_tokens = SplitTokens(a);
+  p.addr = a.layout.Addressing();
+  p.per_block = FastDivmod(a.layout.manager_block_tokens());
   return p;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/int_math.h"
 #include "core/kv_layout.h"
 #include "core/status.h"
 
@@ -69,6 +70,11 @@ inline int64_t NumSplits(const DecodeAttentionArguments& a) {
 inline int64_t WorkspaceFloats(const DecodeAttentionArguments& a) {
   return a.batch * a.num_q_heads * NumSplits(a) * (a.head_size + 2);
 }
+// KV bytes one CTA reads: one partition of one KV head (the time model's critical-path item).
+inline int64_t DecodeItemBytes(const DecodeAttentionArguments& a) {
+  const int64_t p = SplitTokens(a);
+  return (p < a.max_seq_len ? p : a.max_seq_len) * (a.layout.k_bytes + a.layout.v_bytes);
+}
 // KV bytes one call reads when every sequence has max_seq_len tokens (the "% of peak" count).
 inline int64_t DecodeKvBytes(const DecodeAttentionArguments& a, int64_t total_tokens) {
   return total_tokens * a.num_kv_heads * (a.layout.k_bytes + a.layout.v_bytes);
@@ -84,6 +90,9 @@ struct DecodeAttentionParams {
   int64_t heads_per_pass = 1;
   int64_t num_splits = 0;
   int64_t split_tokens = 0;  // SplitTokens(args)
+  KvAddressing addr;         // args.layout.Addressing(): the kernel's only stride math
+  FastDivmod per_block;      // args.layout.manager_block_tokens()
+  bool head_major = true;    // grid order, set by the launcher (scheduling only, not results)
 };
 
 // REQUIRES: CanImplement(a).ok().

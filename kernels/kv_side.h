@@ -4,7 +4,9 @@
 // addresses, the allocation(s) it lives in, and how a token index maps to a (manager block,
 // position) pair — identity (a contiguous tensor), a block table (one sequence's pages) or a
 // slot mapping (vLLM's reshape-and-cache, −1 = skip). Every address is
-// `base + layout.ManagerOffset(...)`: no kernel does its own stride math.
+// `base + addr.ManagerOffset(...)` where `addr = layout.Addressing()` (the strides resolved
+// once, on the host: KvLayout::ManagerOffset is the same function): no kernel does its own
+// stride math. Index divisions use FastDivmod; CanImplement keeps every index below 2^31.
 //
 // A "row" is the unit the copy engine moves: the K half or the V half of one (token, head)
 // cell, or the whole K|V cell when both sides keep K and V packed in the content dimension.
@@ -36,24 +38,30 @@ struct KvSide {
   TokenMap map = TokenMap::kIdentity;
   const int32_t* block_table = nullptr;   // kBlockTable
   const int64_t* slot_mapping = nullptr;  // kSlotMapping
+  // Derived from `layout` by Resolve() (CacheSide / ContiguousSide call it; so do the
+  // kernels' MakeParams): call it again after changing `layout`.
+  KvAddressing addr;
+  FastDivmod per_block;  // manager_block_tokens()
+
+  void Resolve() {
+    addr = layout.Addressing();
+    per_block = FastDivmod(layout.manager_block_tokens());
+  }
 
   // Manager block and position of token i; false when the token has no slot.
   KVSIM_HOST_DEVICE bool Locate(int64_t i, int64_t* block, int64_t* pos) const {
-    const int64_t n = layout.manager_block_tokens();
     switch (map) {
       case TokenMap::kIdentity:
-        *block = i / n;
-        *pos = i % n;
+        per_block.DivMod(i, block, pos);
         return true;
       case TokenMap::kBlockTable:
-        *block = block_table[i / n];
-        *pos = i % n;
+        per_block.DivMod(i, block, pos);
+        *block = block_table[*block];
         return true;
       case TokenMap::kSlotMapping: {
         const int64_t s = slot_mapping[i];
         if (s < 0) return false;
-        *block = s / n;
-        *pos = s % n;
+        per_block.DivMod(s, block, pos);
         return true;
       }
     }
@@ -64,7 +72,7 @@ struct KvSide {
   KVSIM_HOST_DEVICE uint8_t* Address(int half, int64_t block, int64_t pos, int64_t head,
                                      int64_t byte) const {
     return (half ? base_v : base_k) +
-           layout.ManagerOffset(layer, block, head, pos, (half ? v_byte0 : 0) + byte);
+           addr.ManagerOffset(layer, block, head, pos, (half ? v_byte0 : 0) + byte);
   }
 
   // True when K and V of a cell are one contiguous run of k_bytes + v_bytes.
@@ -86,6 +94,7 @@ inline KvSide CacheSide(const KvLayout& layout, int64_t layer, void* base, Token
   s.map = map;
   s.block_table = block_table;
   s.slot_mapping = slot_mapping;
+  s.Resolve();
   return s;
 }
 
@@ -112,6 +121,7 @@ inline KvSide ContiguousSide(int64_t tokens, int64_t heads, int64_t row_bytes, c
   s.base_v = static_cast<uint8_t*>(const_cast<void*>(value));
   s.v_byte0 = 0;
   s.map = TokenMap::kIdentity;
+  s.Resolve();
   return s;
 }
 
@@ -146,21 +156,32 @@ struct RowCopyParams {
   int32_t num_halves = 1;  // rows per (token, head): 1 (K|V merged, or K only) or 2
   int32_t row_bytes = 0;   // bytes per row
   int32_t vec_bytes = 1;   // access width allowed on both sides (1, 2, 4, 8 or 16)
+  FastDivmod halves_div;   // num_halves, num_heads, row_bytes / vec_bytes (set by Resolve())
+  FastDivmod heads_div;
+  FastDivmod chunks_div;
+
+  // Derives the dividers and both sides' addressing from the fields above.
+  void Resolve() {
+    src.Resolve();
+    dst.Resolve();
+    halves_div = FastDivmod(num_halves);
+    heads_div = FastDivmod(num_heads);
+    chunks_div = FastDivmod(vec_bytes > 0 ? row_bytes / vec_bytes : 1);
+  }
 
   KVSIM_HOST_DEVICE int64_t num_rows() const { return num_tokens * num_heads * num_halves; }
 
   // Source and destination of row r, or false when the token is skipped on either side.
   // Rows are ordered token-major, then head, then half, so a contiguous tensor is walked in
-  // memory order.
+  // memory order. REQUIRES: r < num_rows() < 2^31 (CanImplement).
   KVSIM_HOST_DEVICE bool Row(int64_t r, const uint8_t** from, uint8_t** to) const {
-    const int half = static_cast<int>(r % num_halves);
-    const int64_t th = r / num_halves;
-    const int64_t head = th % num_heads;
-    const int64_t token = th / num_heads;
+    int64_t th = 0, half = 0, token = 0, head = 0;
+    halves_div.DivMod(r, &th, &half);
+    heads_div.DivMod(th, &token, &head);
     int64_t sb = 0, sp = 0, db = 0, dp = 0;
     if (!src.Locate(token, &sb, &sp) || !dst.Locate(token, &db, &dp)) return false;
-    *from = src.Address(half, sb, sp, head, 0);
-    *to = dst.Address(half, db, dp, head, 0);
+    *from = src.Address(static_cast<int>(half), sb, sp, head, 0);
+    *to = dst.Address(static_cast<int>(half), db, dp, head, 0);
     return true;
   }
 };

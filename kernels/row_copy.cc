@@ -64,6 +64,21 @@ void Finish(RowCopyParams* p) {
   const int64_t a = RowAlignment(p->src, p->row_bytes, v_half);
   const int64_t b = RowAlignment(p->dst, p->row_bytes, v_half);
   p->vec_bytes = static_cast<int32_t>(a < b ? a : b);
+  p->Resolve();
+}
+
+// The kernels index rows, tokens and slots with 32-bit FastDivmod (kv_side.h).
+constexpr int64_t kIndexLimit = int64_t{1} << 31;
+
+Status CheckIndexRange(const char* kernel, int64_t num_tokens, int64_t num_heads,
+                       const KvLayout& l) {
+  if (num_tokens * num_heads * 2 >= kIndexLimit)
+    return Reject(kernel, S(num_tokens) + " tokens × " + S(num_heads) +
+                              " heads × 2 halves reach 2^31 rows; split the call");
+  if (l.num_blocks * l.block_tokens >= kIndexLimit)
+    return Reject(kernel, "the layout holds " + S(l.num_blocks * l.block_tokens) +
+                              " token slots; at most 2^31 - 1 are supported");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -73,6 +88,8 @@ Status CanImplement(const CacheAppendArguments& a) {
   if (a.num_tokens < 0) return Reject(k, "num_tokens is negative");
   if (a.key == nullptr) return Reject(k, "key pointer is null");
   if (a.num_tokens > 0 && a.slot_mapping == nullptr) return Reject(k, "slot_mapping is null");
+  Status st = CheckIndexRange(k, a.num_tokens, a.num_heads, a.layout);
+  if (!st.ok()) return st;
   return CheckCache(k, a.layout, a.layer, a.cache, a.dtype, a.num_heads, a.head_size,
                     a.value != nullptr);
 }
@@ -82,6 +99,8 @@ Status CanImplement(const PagedGatherArguments& a) {
   if (a.num_tokens < 0) return Reject(k, "num_tokens is negative");
   if (a.out_key == nullptr) return Reject(k, "out_key pointer is null");
   if (a.num_tokens > 0 && a.slot_mapping == nullptr) return Reject(k, "slot_mapping is null");
+  Status st = CheckIndexRange(k, a.num_tokens, a.num_heads, a.layout);
+  if (!st.ok()) return st;
   return CheckCache(k, a.layout, a.layer, a.cache, a.dtype, a.num_heads, a.head_size,
                     a.out_value != nullptr);
 }
@@ -106,7 +125,9 @@ Status CanImplement(const LayoutConvertArguments& a) {
       a.dst_layer >= d.num_layers)
     return Reject(k, "layer slot outside its layout");
   if (s.block_tokens < 1 || d.block_tokens < 1) return Reject(k, "empty kernel block");
-  return Status::Ok();
+  Status st = CheckIndexRange(k, a.num_tokens, s.num_heads, s);
+  if (!st.ok()) return st;
+  return CheckIndexRange(k, a.num_tokens, d.num_heads, d);
 }
 
 RowCopyParams MakeParams(const CacheAppendArguments& a) {

@@ -6,8 +6,10 @@
 // alone — and every sum runs in a fixed order: the 8 products of a lane in element order,
 // a butterfly over the lanes of a row, tokens of a lane in increasing order, a butterfly
 // over the sub-rows of a warp, warps 0..3, partitions 0..S-1. Addresses come from
-// KvLayout::ManagerOffset (computed once per token into shared memory); the layout never
-// changes which values meet in which order.
+// KvAddressing::ManagerOffset (KvLayout::ManagerOffset with the strides resolved on the host,
+// computed once per token into shared memory); the layout never changes which values meet
+// in which order, and neither do the tuning parameters (unroll, pipelining, CTAs per SM):
+// they change when a load is issued, never which lane adds which product.
 //
 // Each lane loads 16 bytes (8 fp16/bf16 elements) of a K or V row; kLanes = D / 8 lanes
 // read one row. K and V are each read once per (KV head, head pass) from DRAM.
@@ -51,11 +53,35 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr unsigned kFull = 0xffffffffu;
 
-template <typename Tag, int kLanes, int kG>
-__global__ void __launch_bounds__(kThreads, kG >= 8 ? 3 : 6) DecodePartialKernel(const DecodeAttentionParams p) {
+// Tuned defaults (H100, kernels_bench BM_DecodeTuning: 4 rows in flight per lane at 8 CTAs
+// per SM beat 8 rows at 6 CTAs by 3% at 32 × 16k tokens and 19% at 16 × 2k).
+constexpr int kDefaultUnroll = 4;
+constexpr bool kDefaultPipeline = false;
+constexpr int DefaultMinBlocks(int g) { return g >= 8 ? 3 : 8; }
+// Grid order: KV heads fastest (the CTAs that run together read the same tokens' rows,
+// neighbouring bytes in most layouts) or partitions fastest.
+constexpr bool kDefaultHeadMajor = true;
+
+// Rows t = base + u * kRowsPerIter + row0 (u < kUnroll) of a K or V table: lane li's 16 bytes.
+template <int kUnroll, int kRowsPerIter>
+__device__ __forceinline__ void LoadRows(uint4 (&raw)[kUnroll], const uint8_t* cache,
+                                         const int64_t* off, int base, int row0, int n, int li) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int t = base + u * kRowsPerIter + row0;
+    raw[u] = t < n ? __ldg(reinterpret_cast<const uint4*>(cache + off[t]) + li)
+                   : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// kPipe: the next kUnroll rows are loaded before the current ones are used, so a lane keeps
+// loads in flight through its arithmetic (twice the data registers).
+template <typename Tag, int kLanes, int kG, int kUnroll, int kMinBlocks, bool kPipe>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    DecodePartialKernel(const DecodeAttentionParams p) {
   constexpr int kRowsPerWarp = 32 / kLanes;
   constexpr int kRowsPerIter = kWarps * kRowsPerWarp;
-  constexpr int kUnroll = 8;  // 8 × 16 B loads in flight per lane
+  constexpr int kStep = kRowsPerIter * kUnroll;
   constexpr int kD = kLanes * 8;
   const DecodeAttentionArguments& a = p.args;
   const int P = static_cast<int>(p.split_tokens);
@@ -66,8 +92,8 @@ __global__ void __launch_bounds__(kThreads, kG >= 8 ? 3 : 6) DecodePartialKernel
   __shared__ float m_s[kG];
   __shared__ float l_s[kG];
 
-  const int split = blockIdx.x;
-  const int kvh = blockIdx.y;
+  const int split = p.head_major ? blockIdx.y : blockIdx.x;
+  const int kvh = p.head_major ? blockIdx.x : blockIdx.y;
   const int b = blockIdx.z / static_cast<int>(p.head_passes);
   const int pass = blockIdx.z % static_cast<int>(p.head_passes);
   const int group = static_cast<int>(p.group);
@@ -85,15 +111,14 @@ __global__ void __launch_bounds__(kThreads, kG >= 8 ? 3 : 6) DecodePartialKernel
   float* ws_acc = ws_l + BH * S;
 
   const auto* cache = static_cast<const uint8_t*>(a.cache);
-  const int64_t mbt = a.layout.manager_block_tokens();
   const int32_t* bt = a.block_tables + static_cast<int64_t>(b) * a.max_blocks_per_seq;
   const int tid = threadIdx.x;
   for (int t = tid; t < n; t += kThreads) {
-    const int64_t tok = t0 + t;
-    const int64_t blk = bt[tok / mbt];
-    const int64_t pos = tok % mbt;
-    koff[t] = a.layout.ManagerOffset(a.layer, blk, kvh, pos, 0);
-    voff[t] = a.layout.ManagerOffset(a.layer, blk, kvh, pos, a.layout.k_bytes);
+    int64_t blk = 0, pos = 0;
+    p.per_block.DivMod(t0 + t, &blk, &pos);
+    blk = bt[blk];
+    koff[t] = p.addr.ManagerOffset(a.layer, blk, kvh, pos, 0);
+    voff[t] = p.addr.ManagerOffset(a.layer, blk, kvh, pos, p.addr.k_bytes);
   }
   const int warp = tid >> 5;
   const int lane = tid & 31;
@@ -117,13 +142,17 @@ __global__ void __launch_bounds__(kThreads, kG >= 8 ? 3 : 6) DecodePartialKernel
 
   // Scores: s[h][t] = scale · q_h · k_t.
   const int row0 = warp * kRowsPerWarp + sub;
-  for (int base = 0; base < n; base += kRowsPerIter * kUnroll) {
+  uint4 next[kUnroll];
+  if (kPipe) LoadRows<kUnroll, kRowsPerIter>(next, cache, koff, 0, row0, n, li);
+  for (int base = 0; base < n; base += kStep) {
     uint4 raw[kUnroll];
+    if (kPipe) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int t = base + u * kRowsPerIter + row0;
-      raw[u] = t < n ? __ldg(reinterpret_cast<const uint4*>(cache + koff[t]) + li)
-                     : make_uint4(0, 0, 0, 0);
+      for (int u = 0; u < kUnroll; ++u) raw[u] = next[u];
+      if (base + kStep < n)
+        LoadRows<kUnroll, kRowsPerIter>(next, cache, koff, base + kStep, row0, n, li);
+    } else {
+      LoadRows<kUnroll, kRowsPerIter>(raw, cache, koff, base, row0, n, li);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -178,13 +207,16 @@ __global__ void __launch_bounds__(kThreads, kG >= 8 ? 3 : 6) DecodePartialKernel
   for (int h = 0; h < kG; ++h)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[h][e] = 0.f;
-  for (int base = 0; base < n; base += kRowsPerIter * kUnroll) {
+  if (kPipe) LoadRows<kUnroll, kRowsPerIter>(next, cache, voff, 0, row0, n, li);
+  for (int base = 0; base < n; base += kStep) {
     uint4 raw[kUnroll];
+    if (kPipe) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int t = base + u * kRowsPerIter + row0;
-      raw[u] = t < n ? __ldg(reinterpret_cast<const uint4*>(cache + voff[t]) + li)
-                     : make_uint4(0, 0, 0, 0);
+      for (int u = 0; u < kUnroll; ++u) raw[u] = next[u];
+      if (base + kStep < n)
+        LoadRows<kUnroll, kRowsPerIter>(next, cache, voff, base + kStep, row0, n, li);
+    } else {
+      LoadRows<kUnroll, kRowsPerIter>(raw, cache, voff, base, row0, n, li);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -271,7 +303,8 @@ __global__ void DecodeCombineKernel(const DecodeAttentionParams p) {
   a.out[(b * QH + qh) * D + d] = o / lsum;
 }
 
-template <typename Tag, int kLanes, int kG>
+template <typename Tag, int kLanes, int kG, int kUnroll = kDefaultUnroll,
+          int kMinBlocks = DefaultMinBlocks(kG), bool kPipe = kDefaultPipeline>
 cudaError_t LaunchPartial(const DecodeAttentionParams& p, cudaStream_t s) {
   constexpr int kD = kLanes * 8;
   const int64_t P = p.split_tokens;
@@ -279,14 +312,17 @@ cudaError_t LaunchPartial(const DecodeAttentionParams& p, cudaStream_t s) {
   const int64_t reduce = kWarps * kG * kD * 4;
   const size_t smem = static_cast<size_t>(16 * P + (scores > reduce ? scores : reduce));
   if (smem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(DecodePartialKernel<Tag, kLanes, kG>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem));
+    cudaError_t e = cudaFuncSetAttribute(
+        DecodePartialKernel<Tag, kLanes, kG, kUnroll, kMinBlocks, kPipe>,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  const dim3 grid(static_cast<unsigned>(p.num_splits), static_cast<unsigned>(p.args.num_kv_heads),
+  const unsigned splits = static_cast<unsigned>(p.num_splits);
+  const unsigned heads = static_cast<unsigned>(p.args.num_kv_heads);
+  const dim3 grid(p.head_major ? heads : splits, p.head_major ? splits : heads,
                   static_cast<unsigned>(p.args.batch * p.head_passes));
-  DecodePartialKernel<Tag, kLanes, kG><<<grid, kThreads, smem, s>>>(p);
+  DecodePartialKernel<Tag, kLanes, kG, kUnroll, kMinBlocks, kPipe>
+      <<<grid, kThreads, smem, s>>>(p);
   return cudaGetLastError();
 }
 
@@ -309,12 +345,32 @@ cudaError_t DispatchHead(const DecodeAttentionParams& p, cudaStream_t s) {
   }
 }
 
+// The variants kernels_bench sweeps: bf16, D 128, 4 query heads per pass.
+cudaError_t LaunchTuned(const DecodeAttentionParams& p, cudaStream_t s, DecodeTuning t) {
+  if (p.args.dtype != DType::kBFloat16 || p.args.head_size != 128 || p.heads_per_pass != 4)
+    return cudaErrorInvalidValue;
+  const int u = t.unroll != 0 ? t.unroll : kDefaultUnroll;
+  const int b = t.min_blocks != 0 ? t.min_blocks : DefaultMinBlocks(4);
+  const bool pipe = t.pipeline < 0 ? kDefaultPipeline : t.pipeline != 0;
+  if (u == 4 && b == 8 && !pipe) return LaunchPartial<Bf16Tag, 16, 4, 4, 8, false>(p, s);
+  if (u == 8 && b == 6 && !pipe) return LaunchPartial<Bf16Tag, 16, 4, 8, 6, false>(p, s);
+  if (u == 4 && b == 6 && pipe) return LaunchPartial<Bf16Tag, 16, 4, 4, 6, true>(p, s);
+  if (u == 8 && b == 4 && pipe) return LaunchPartial<Bf16Tag, 16, 4, 8, 4, true>(p, s);
+  if (u == 8 && b == 5 && !pipe) return LaunchPartial<Bf16Tag, 16, 4, 8, 5, false>(p, s);
+  return cudaErrorInvalidValue;
+}
+
 }  // namespace
 
-Status LaunchDecodeAttention(const DecodeAttentionParams& p, void* stream) {
+Status LaunchDecodeAttention(const DecodeAttentionParams& params, void* stream,
+                             DecodeTuning tuning) {
   auto s = static_cast<cudaStream_t>(stream);
-  cudaError_t e = p.args.dtype == DType::kFloat16 ? DispatchHead<Fp16Tag>(p, s)
-                                                  : DispatchHead<Bf16Tag>(p, s);
+  DecodeAttentionParams p = params;
+  p.head_major = tuning.head_major < 0 ? kDefaultHeadMajor : tuning.head_major != 0;
+  const bool tuned = tuning.unroll != 0 || tuning.min_blocks != 0 || tuning.pipeline >= 0;
+  cudaError_t e = tuned                               ? LaunchTuned(p, s, tuning)
+                  : p.args.dtype == DType::kFloat16 ? DispatchHead<Fp16Tag>(p, s)
+                                                    : DispatchHead<Bf16Tag>(p, s);
   if (e != cudaSuccess)
     return Status::Error("cuda_error", std::string("decode attention: ") + cudaGetErrorString(e));
   const unsigned blocks = static_cast<unsigned>(p.args.batch * p.args.num_q_heads);

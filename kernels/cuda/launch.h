@@ -10,8 +10,24 @@
 
 namespace kvsim::kernels {
 
-Status LaunchRowCopy(const RowCopyParams& p, void* stream = nullptr);
-Status LaunchDecodeAttention(const DecodeAttentionParams& p, void* stream = nullptr);
+// Launch shapes that kernels_bench sweeps (BM_RowCopyTuning, BM_DecodeTuning); every other
+// caller passes {} and gets the tuned defaults. Only a few combinations are compiled, for
+// 16-byte rows (row copy) and bf16 D 128 with 4 query heads per pass (attention); others
+// return a bad_argument Status. 0 = default.
+struct RowCopyTuning {
+  int unroll = 0;      // 16-byte chunks each lane loads before storing
+  int min_blocks = 0;  // CTAs per SM the register budget is fitted to
+};
+struct DecodeTuning {
+  int unroll = 0;      // K / V rows each lane has in flight
+  int min_blocks = 0;  // CTAs per SM the register budget is fitted to
+  int pipeline = -1;   // 1: the next rows' loads are issued before the current rows are used
+  int head_major = -1;  // 1: KV heads are the grid's fastest axis; 0: partitions are
+};
+
+Status LaunchRowCopy(const RowCopyParams& p, void* stream = nullptr, RowCopyTuning tuning = {});
+Status LaunchDecodeAttention(const DecodeAttentionParams& p, void* stream = nullptr,
+                             DecodeTuning tuning = {});
 
 // Baseline for "% of copy": a 16-byte-vector grid-stride copy of `bytes` (multiple of 16).
 Status LaunchVectorCopy(void* dst, const void* src, int64_t bytes, void* stream = nullptr);

@@ -2,7 +2,8 @@
 // copy used as the bandwidth baseline.
 //
 // A warp owns 32 rows at a time: lane j resolves row j's source and destination through
-// RowCopyParams::Row (KvLayout::ManagerOffset on both sides), then the warp walks the 32
+// RowCopyParams::Row (KvAddressing::ManagerOffset on both sides, the layouts' strides
+// resolved on the host and read from the kernel parameters), then the warp walks the 32
 // rows' bytes as one flat sequence of `vec`-byte chunks, each lane fetching the row address
 // it needs with a shuffle. Every lane stays busy whatever the row length, accesses are
 // coalesced within a row, and the offset arithmetic is paid once per row, not per chunk.
@@ -31,7 +32,10 @@ template <>
 struct VecType<1> { using T = uint8_t; };
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 8;
+// Tuned defaults (H100, kernels_bench BM_RowCopyTuning): chunks in flight per lane and
+// CTAs per SM that the register budget must allow.
+constexpr int kDefaultUnroll = 8;
+constexpr int kDefaultMinBlocks = 2;
 
 // Source and destination of row r as integers (0 = skip this row).
 __device__ __forceinline__ void ResolveRow(const RowCopyParams& p, int64_t r, int64_t rows,
@@ -46,14 +50,14 @@ __device__ __forceinline__ void ResolveRow(const RowCopyParams& p, int64_t r, in
   *t = reinterpret_cast<unsigned long long>(to);
 }
 
-template <int kVec>
-__global__ void __launch_bounds__(kThreads, 2) RowCopyKernel(const RowCopyParams p) {
+template <int kVec, int kUnroll, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) RowCopyKernel(const RowCopyParams p) {
   using V = typename VecType<kVec>::T;
   const int lane = threadIdx.x & 31;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) >> 5;
   const int64_t warps = (static_cast<int64_t>(gridDim.x) * kThreads) >> 5;
   const int64_t rows = p.num_rows();
-  const unsigned chunks_per_row = static_cast<unsigned>(p.row_bytes / kVec);
+  const unsigned chunks_per_row = p.chunks_div.divisor;
   unsigned long long f = 0, t = 0;
   if (warp * 32 < rows) ResolveRow(p, warp * 32 + lane, rows, &f, &t);
   for (int64_t batch = warp; batch * 32 < rows; batch += warps) {
@@ -68,7 +72,7 @@ __global__ void __launch_bounds__(kThreads, 2) RowCopyKernel(const RowCopyParams
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const unsigned c = c0 + u * 32 + lane;
-        const unsigned row = c / chunks_per_row;
+        const unsigned row = p.chunks_div.Div(c);
         const unsigned chunk = c - row * chunks_per_row;
         const unsigned long long rf = __shfl_sync(0xffffffffu, f, row & 31u);
         const unsigned long long rt = __shfl_sync(0xffffffffu, t, row & 31u);
@@ -135,7 +139,7 @@ Status CudaStatus(cudaError_t err, const char* what) {
 
 }  // namespace
 
-Status LaunchRowCopy(const RowCopyParams& p, void* stream) {
+Status LaunchRowCopy(const RowCopyParams& p, void* stream, RowCopyTuning tuning) {
   const int64_t rows = p.num_rows();
   if (rows == 0) return Status::Ok();
   const int64_t batches = (rows + 31) / 32;
@@ -143,12 +147,26 @@ Status LaunchRowCopy(const RowCopyParams& p, void* stream) {
   const int64_t cap = static_cast<int64_t>(SmCount()) * 8;
   const int grid = static_cast<int>(want < cap ? want : cap);
   auto s = static_cast<cudaStream_t>(stream);
+  constexpr int U = kDefaultUnroll, B = kDefaultMinBlocks;
+  if (p.vec_bytes == 16 && (tuning.unroll != 0 || tuning.min_blocks != 0)) {
+    const int u = tuning.unroll != 0 ? tuning.unroll : U;
+    const int b = tuning.min_blocks != 0 ? tuning.min_blocks : B;
+    if (u == 4 && b == 4) RowCopyKernel<16, 4, 4><<<grid, kThreads, 0, s>>>(p);
+    else if (u == 8 && b == 3) RowCopyKernel<16, 8, 3><<<grid, kThreads, 0, s>>>(p);
+    else if (u == 8 && b == 4) RowCopyKernel<16, 8, 4><<<grid, kThreads, 0, s>>>(p);
+    else if (u == 16 && b == 2) RowCopyKernel<16, 16, 2><<<grid, kThreads, 0, s>>>(p);
+    else if (u == 4 && b == 2) RowCopyKernel<16, 4, 2><<<grid, kThreads, 0, s>>>(p);
+    else if (u == U && b == B) RowCopyKernel<16, U, B><<<grid, kThreads, 0, s>>>(p);
+    else return Status::Error("bad_argument", "row copy tuning " + std::to_string(u) + "/" +
+                                                  std::to_string(b) + " is not compiled");
+    return CudaStatus(cudaGetLastError(), "row copy launch");
+  }
   switch (p.vec_bytes) {
-    case 16: RowCopyKernel<16><<<grid, kThreads, 0, s>>>(p); break;
-    case 8: RowCopyKernel<8><<<grid, kThreads, 0, s>>>(p); break;
-    case 4: RowCopyKernel<4><<<grid, kThreads, 0, s>>>(p); break;
-    case 2: RowCopyKernel<2><<<grid, kThreads, 0, s>>>(p); break;
-    default: RowCopyKernel<1><<<grid, kThreads, 0, s>>>(p); break;
+    case 16: RowCopyKernel<16, U, B><<<grid, kThreads, 0, s>>>(p); break;
+    case 8: RowCopyKernel<8, U, B><<<grid, kThreads, 0, s>>>(p); break;
+    case 4: RowCopyKernel<4, U, B><<<grid, kThreads, 0, s>>>(p); break;
+    case 2: RowCopyKernel<2, U, B><<<grid, kThreads, 0, s>>>(p); break;
+    default: RowCopyKernel<1, U, B><<<grid, kThreads, 0, s>>>(p); break;
   }
   return CudaStatus(cudaGetLastError(), "row copy launch");
 }

@@ -6,6 +6,34 @@
 
 namespace kvsim::kernels {
 
+namespace {
+
+// Minimise Σ ((a + b·x + c·i − t) / t)² over the samples:
+// rows [1/t, x/t, i/t] · [a, b, c] ≈ 1.
+// Returns false when the solution is not physical (a non-positive byte coefficient).
+bool Solve(const std::vector<const TimingSample*>& use, bool with_item, LineFit* fit) {
+  const auto n = static_cast<Eigen::Index>(use.size());
+  const Eigen::Index cols = with_item ? 3 : 2;
+  Eigen::MatrixXd a(n, cols);
+  Eigen::VectorXd rhs = Eigen::VectorXd::Ones(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const TimingSample& s = *use[static_cast<size_t>(i)];
+    a(i, 0) = 1.0 / s.seconds;
+    a(i, 1) = static_cast<double>(s.bytes) / s.seconds;
+    if (with_item) a(i, 2) = static_cast<double>(s.item_bytes) / s.seconds;
+  }
+  const Eigen::VectorXd x = a.colPivHouseholderQr().solve(rhs);
+  if (!(x(1) > 0)) return false;
+  if (with_item && !(x(2) > 0)) return false;
+  fit->ok = true;
+  fit->fixed_s = std::max(0.0, x(0));
+  fit->bytes_per_s = 1.0 / x(1);
+  fit->item_bytes_per_s = with_item ? 1.0 / x(2) : 0.0;
+  return true;
+}
+
+}  // namespace
+
 LineFit FitLine(const std::vector<TimingSample>& samples, KernelClass cls) {
   std::vector<const TimingSample*> use;
   for (const auto& s : samples)
@@ -13,24 +41,24 @@ LineFit FitLine(const std::vector<TimingSample>& samples, KernelClass cls) {
   LineFit fit;
   fit.samples = static_cast<int>(use.size());
   if (use.size() < 2) return fit;
-  // Minimise Σ ((a + b·x − t) / t)²: rows [1/t, x/t] · [a, b] ≈ 1.
-  Eigen::MatrixXd a(use.size(), 2);
-  Eigen::VectorXd rhs = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(use.size()));
-  for (size_t i = 0; i < use.size(); ++i) {
-    a(static_cast<Eigen::Index>(i), 0) = 1.0 / use[i]->seconds;
-    a(static_cast<Eigen::Index>(i), 1) = static_cast<double>(use[i]->bytes) / use[i]->seconds;
+  // The critical-path term needs a third sample and work items that are not all the same
+  // size (else its column is the fixed column again).
+  int64_t lo = -1, hi = -1;
+  for (const auto* s : use) {
+    if (s->item_bytes <= 0) continue;
+    lo = lo < 0 ? s->item_bytes : std::min(lo, s->item_bytes);
+    hi = std::max(hi, s->item_bytes);
   }
-  const Eigen::Vector2d x = a.colPivHouseholderQr().solve(rhs);
-  if (!(x(1) > 0)) return fit;
-  fit.ok = true;
-  fit.fixed_s = std::max(0.0, x(0));
-  fit.bytes_per_s = 1.0 / x(1);
+  const bool item = cls == KernelClass::kDecodeAttention && use.size() >= 3 && lo > 0 && hi > lo;
+  if (item && Solve(use, true, &fit)) return fit;
+  Solve(use, false, &fit);
   return fit;
 }
 
 double ModelSeconds(const HardwareProfile& hw, const TimingSample& s) {
-  return s.cls == KernelClass::kDecodeAttention ? hw.DecodeAttentionSeconds(s.bytes)
-                                                : hw.DataMovementSeconds(s.bytes);
+  return s.cls == KernelClass::kDecodeAttention
+             ? hw.DecodeAttentionSeconds(s.bytes, s.item_bytes)
+             : hw.DataMovementSeconds(s.bytes);
 }
 
 ModelError HeldOutError(const HardwareProfile& hw, const std::vector<TimingSample>& samples) {
@@ -59,6 +87,7 @@ HardwareProfile Calibrate(const HardwareProfile& before,
   if (at.ok) {
     hw.attn_fixed_s = at.fixed_s;
     hw.attn_bytes_per_s = at.bytes_per_s;
+    hw.attn_item_bytes_per_s = at.item_bytes_per_s;
   }
   hw.source = "calibrated by kvsim gpu-validate";
   return hw;
@@ -68,7 +97,8 @@ std::string ProfileToYaml(const HardwareProfile& hw) {
   char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "# kvsim hardware profile (keys documented in core/hardware_profile.h).\n"
-                "# Kernel time model: t = fixed + bytes / bytes_per_s per kernel class.\n"
+                "# Kernel time model: t = fixed + bytes / bytes_per_s per kernel class;\n"
+                "# attention adds item_bytes / attn_item_bytes_per_s (0 = no term).\n"
                 "hardware:\n"
                 "  name: \"%s\"\n"
                 "  source: \"%s\"\n"
@@ -77,10 +107,11 @@ std::string ProfileToYaml(const HardwareProfile& hw) {
                 "  move_fixed_s: %.6e\n"
                 "  move_bytes_per_s: %.6e\n"
                 "  attn_fixed_s: %.6e\n"
-                "  attn_bytes_per_s: %.6e\n",
+                "  attn_bytes_per_s: %.6e\n"
+                "  attn_item_bytes_per_s: %.6e\n",
                 hw.name.c_str(), hw.source.c_str(), hw.hbm_peak_bytes_per_s,
                 hw.copy_bytes_per_s, hw.move_fixed_s, hw.move_bytes_per_s, hw.attn_fixed_s,
-                hw.attn_bytes_per_s);
+                hw.attn_bytes_per_s, hw.attn_item_bytes_per_s);
   return buf;
 }
 

@@ -1,6 +1,8 @@
 // Calibration of the kernel-time model (core/hardware_profile.h) from measured kernels:
-// a weighted least-squares line t = fixed + bytes / bandwidth per kernel class (Eigen),
-// relative residuals so small and large kernels count alike. Samples marked held_out are
+// weighted least squares per kernel class (Eigen), relative residuals so small and large
+// kernels count alike: t = fixed + bytes / bandwidth for data movement, plus
+// item_bytes / item_bandwidth for decode attention when the samples' work items differ
+// enough to fit it (else, or if that coefficient comes out non-positive, the line alone). Samples marked held_out are
 // kept out of the fit and used to report the model's error before and after. Host-only,
 // always built; also writes the profile as YAML.
 #pragma once
@@ -20,6 +22,7 @@ struct TimingSample {
   std::string variant;  // layout / size tag
   KernelClass cls = KernelClass::kDataMovement;
   int64_t bytes = 0;    // bytes the model charges: read + written (movement), KV read (attn)
+  int64_t item_bytes = 0;  // attention: KV bytes of one CTA (DecodeItemBytes); 0 = unknown
   double seconds = 0;   // measured median
   bool held_out = false;
 };
@@ -28,6 +31,7 @@ struct LineFit {
   bool ok = false;
   double fixed_s = 0;
   double bytes_per_s = 0;
+  double item_bytes_per_s = 0;  // 0: no critical-path term fitted
   int samples = 0;
 };
 

@@ -100,6 +100,8 @@ double ScalarDouble(const ConfigNode* n, double def) {
 //   weights runs at copy speed);  attn_bytes_per_s / peak → attention_mbu;
 //   attn_fixed_s → attention_call_us.  move_* (KV append/gather kernels) and `source` are
 //   accepted; KV writes are already inside the attention bytes, so they are not used.
+//   attn_item_bytes_per_s (the attention kernel's per-CTA tail term) is accepted and not
+//   used: the step model does not know the kernel's partition size.
 void TranslateCalibration(ConfigNode& f, double preset_gbps) {
   if (const ConfigNode* inner = f.Find("hardware"); inner && inner->is_map() && f.map.size() == 1) {
     ConfigNode copy = *inner;
@@ -127,7 +129,8 @@ void TranslateCalibration(ConfigNode& f, double preset_gbps) {
     set("attention_call_us", ScalarDouble(n, 0) * 1e6, n->pos);
   }
   for (const char* k : {"hbm_peak_bytes_per_s", "copy_bytes_per_s", "attn_bytes_per_s",
-                        "attn_fixed_s", "move_fixed_s", "move_bytes_per_s", "source"}) {
+                        "attn_fixed_s", "attn_item_bytes_per_s", "move_fixed_s",
+                        "move_bytes_per_s", "source"}) {
     f.Erase(k);
   }
 }

@@ -45,6 +45,40 @@ TEST_CASE("The fit recovers a known line and predicts held-out kernels") {
   CHECK(HeldOutError(after, s).n == 2);
 }
 
+TEST_CASE("Attention's critical-path term is fitted when work items differ, and held out") {
+  HardwareProfile truth;
+  truth.attn_fixed_s = 6e-6;
+  truth.attn_bytes_per_s = 2.5e12;
+  truth.attn_item_bytes_per_s = 3.0e9;
+  std::vector<TimingSample> s;
+  const int64_t items[] = {32 << 10, 128 << 10, 256 << 10, 128 << 10, 256 << 10, 256 << 10};
+  const int64_t mib[] = {4, 128, 512, 128, 2048, 512};
+  for (int i = 0; i < 6; ++i) {
+    TimingSample a;
+    a.kernel = "decode_attention";
+    a.cls = KernelClass::kDecodeAttention;
+    a.bytes = mib[i] << 20;
+    a.item_bytes = items[i];
+    a.seconds = truth.DecodeAttentionSeconds(a.bytes, a.item_bytes);
+    a.held_out = i >= 3;
+    s.push_back(a);
+  }
+  const LineFit f = FitLine(s, KernelClass::kDecodeAttention);
+  REQUIRE(f.ok);
+  CHECK(f.item_bytes_per_s == Catch::Approx(3.0e9).epsilon(1e-6));
+  CHECK(f.bytes_per_s == Catch::Approx(2.5e12).epsilon(1e-6));
+  const HardwareProfile after = Calibrate(HardwareProfile{}, s);
+  CHECK(HeldOutError(after, s).max_abs < 1e-6);
+  // The line alone (the old model) misses the mid-size call that the tail term explains.
+  HardwareProfile line = after;
+  line.attn_item_bytes_per_s = 0;
+  CHECK(HeldOutError(line, s).max_abs > 0.05);
+  // All items the same size: the term is not identifiable and the fit falls back to a line.
+  for (auto& x : s) x.item_bytes = 256 << 10;
+  CHECK(FitLine(s, KernelClass::kDecodeAttention).item_bytes_per_s == 0);
+  CHECK(FitLine(s, KernelClass::kDecodeAttention).ok);
+}
+
 TEST_CASE("Too few samples leave the coefficients alone") {
   std::vector<TimingSample> s(1);
   s[0].bytes = 100;
@@ -62,7 +96,7 @@ TEST_CASE("Profile YAML names every key and is deterministic") {
   CHECK(y == ProfileToYaml(hw));
   for (const char* key : {"hardware:", "name:", "hbm_peak_bytes_per_s:", "copy_bytes_per_s:",
                           "move_fixed_s:", "move_bytes_per_s:", "attn_fixed_s:",
-                          "attn_bytes_per_s:", "source:"})
+                          "attn_bytes_per_s:", "attn_item_bytes_per_s:", "source:"})
     CHECK_THAT(y, Catch::Matchers::ContainsSubstring(key));
 }
 

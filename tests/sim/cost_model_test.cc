@@ -131,7 +131,8 @@ TEST_CASE("hardware.file: a gpu-validate calibration maps onto the cost model's 
     f << "hardware:\n  name: \"NVIDIA H100 80GB HBM3\"\n  source: \"calibrated\"\n"
          "  hbm_peak_bytes_per_s: 3.0e+12\n  copy_bytes_per_s: 2.7e+12\n"
          "  move_fixed_s: 9.0e-06\n  move_bytes_per_s: 2.4e+12\n"
-         "  attn_fixed_s: 1.5e-05\n  attn_bytes_per_s: 2.1e+12\n";
+         "  attn_fixed_s: 1.5e-05\n  attn_bytes_per_s: 2.1e+12\n"
+         "  attn_item_bytes_per_s: 1.4e+10\n";
   }
   auto sc = WithHardware("{preset: H100-SXM, file: " + path + ", step_overhead_us: 100}");
   INFO(sc.status().message());
