@@ -3,7 +3,10 @@
 // point). Interrupted sweeps resume from DIR's journal when rerun with the same arguments;
 // `--shard K/N` runs the points with index % N == K (0-based, for Slurm job arrays:
 // --shard ${SLURM_ARRAY_TASK_ID}/N) into DIR/sweep.shard-K-of-N.csv; `kvsim merge` joins
-// the shard files.
+// the shard files. A scenario with a `cluster:` section sweeps a P/D cluster (one row of
+// cluster metrics per point, sim/cluster/cluster_run.h).
+// Exit code: 0 when every point ran; 1 when some points failed (their rows say why, and the
+// last stderr line counts them); 2 for bad input (flags, scenario, journal of another sweep).
 #include <unistd.h>
 
 #include <cstdio>
@@ -57,9 +60,15 @@ void RunSweepCmd(const SweepArgs& a) {
   auto first = ParseScenario(points->front().tree, a.scenario.scenario);
   if (!first.ok()) return (void)ReportError(first.status(), false);
   if (Status w = CheckWorkload(first->sim.workload); !w.ok()) return (void)ReportError(w, false);
-  Status s = RunSweep(tree.value(), a.scenario.scenario, o, std::cerr);
+  SweepTally tally;
+  Status s = RunSweep(tree.value(), a.scenario.scenario, o, std::cerr, &tally);
   if (!s.ok()) return (void)ReportError(s, false);
-  std::cout << SweepCsvPath(o) << "\n";
+  if (tally.complete) std::cout << SweepCsvPath(o) << "\n";
+  if (!tally.failed.empty()) {
+    std::cerr << "kvsim: " << tally.failed.size() << " of " << tally.points
+              << " sweep points failed (exit code 1)\n";
+    ExitCode() = 1;
+  }
 }
 
 }  // namespace

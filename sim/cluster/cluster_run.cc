@@ -5,8 +5,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 
 #include "sim/scenario/scenario_loader.h"
+#include "sim/sweep/sweep_runner.h"
+#include "sim/trace_export.h"
 
 namespace kvsim {
 namespace {
@@ -24,29 +28,54 @@ Status WriteText(const fs::path& path, const std::string& text) {
   return Status::Ok();
 }
 
-std::string Label(const SweepPoint& p) {
-  std::string s;
-  for (const auto& [k, v] : p.labels) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s;
-}
-
 }  // namespace
 
 const std::vector<std::string>& ClusterSweepColumns() {
   static const std::vector<std::string> kCols = {
-      "finished",         "rejected",          "ttft_mean_ms",     "ttft_p99_ms",
-      "queue_mean_ms",    "prefill_mean_ms",   "transfer_mean_ms", "first_decode_mean_ms",
-      "wire_mean_ms",     "tpot_mean_ms",      "output_tok_per_s", "bytes_per_request",
-      "descriptors_per_request", "max_link_utilisation", "prefill_hit_rate",
-      "decode_hit_rate"};
+      "finished",              "rejected",
+      "unfinished",            "makespan_s",
+      "ttft_mean_ms",          "ttft_p90_ms",
+      "ttft_p99_ms",           "queue_mean_ms",
+      "prefill_mean_ms",       "transfer_mean_ms",
+      "first_decode_mean_ms",  "wire_mean_ms",
+      "tpot_mean_ms",          "e2e_mean_ms",
+      "output_tok_per_s",      "transferred_requests",
+      "bytes",                 "descriptors",
+      "bytes_per_request",     "descriptors_per_request",
+      "max_link_utilisation",  "prefill_hit_rate",
+      "decode_hit_rate",       "prefill_kv_usage_mean",
+      "prefill_kv_usage_max",  "decode_kv_usage_mean",
+      "decode_kv_usage_max",   "prefill_preemptions",
+      "decode_preemptions"};
   return kCols;
 }
+
+namespace {
+
+// A pool's KV usage: the mean over its instances of each one's time-weighted mean, and the
+// highest any instance reached.
+double PoolUsageMean(const PoolSummary& p) {
+  double sum = 0;
+  for (double u : p.kv_usage_mean) sum += u;
+  return p.kv_usage_mean.empty() ? 0.0 : sum / static_cast<double>(p.kv_usage_mean.size());
+}
+
+double PoolUsageMax(const PoolSummary& p) {
+  double m = 0;
+  for (double u : p.kv_usage_max) m = std::max(m, u);
+  return m;
+}
+
+}  // namespace
 
 std::vector<std::string> ClusterSweepValues(const ClusterSummary& s) {
   const double n = s.transferred_requests > 0 ? static_cast<double>(s.transferred_requests) : 1;
   return {std::to_string(s.finished),
           std::to_string(s.rejected),
+          std::to_string(s.unfinished),
+          Num(s.makespan_s),
           Num(s.ttft.mean),
+          Num(s.ttft.p90),
           Num(s.ttft.p99),
           Num(s.queue.mean),
           Num(s.prefill.mean),
@@ -54,12 +83,22 @@ std::vector<std::string> ClusterSweepValues(const ClusterSummary& s) {
           Num(s.first_decode.mean),
           Num(s.wire.mean),
           Num(s.tpot.mean),
+          Num(s.e2e.mean),
           Num(s.output_throughput),
+          std::to_string(s.transferred_requests),
+          std::to_string(s.bytes),
+          std::to_string(s.descriptors),
           Num(static_cast<double>(s.bytes) / n),
           Num(static_cast<double>(s.descriptors) / n),
           Num(s.links.empty() ? 0.0 : s.links.front().utilisation),
           Num(s.prefill_pool.hit_rate),
-          Num(s.decode_pool.hit_rate)};
+          Num(s.decode_pool.hit_rate),
+          Num(PoolUsageMean(s.prefill_pool)),
+          Num(PoolUsageMax(s.prefill_pool)),
+          Num(PoolUsageMean(s.decode_pool)),
+          Num(PoolUsageMax(s.decode_pool)),
+          std::to_string(s.prefill_pool.preemptions),
+          std::to_string(s.decode_pool.preemptions)};
 }
 
 std::string ClusterRequestsCsv(const ClusterSim& sim) {
@@ -90,93 +129,110 @@ std::string ClusterRequestsCsv(const ClusterSim& sim) {
   return out;
 }
 
+ClusterPointOutput RunClusterScenario(const Scenario& sc, const std::string& label,
+                                      const std::string& out_dir,
+                                      const std::string& trace_path) {
+  ClusterPointOutput o;
+  auto sim = ClusterSim::Create(sc);
+  if (!sim.ok()) {
+    o.status = sim.status();
+    return o;
+  }
+  ClusterSim& cs = *sim.value();
+  std::unique_ptr<TraceRecorder> trace;
+  if (!trace_path.empty()) {
+    trace = std::make_unique<TraceRecorder>(sc.sim.run.trace_max_requests);
+    cs.SetTrace(trace.get());
+  }
+  cs.Run();
+  o.ran = true;
+  o.summary = cs.Summary();
+  o.workload = cs.workload_description();
+  auto setup = BuildClusterSetup(sc);
+  if (setup.ok()) o.report = FormatClusterSetup(sc, setup.value());
+  o.report += "workload: " + o.workload + "\n" + FormatClusterSummary(o.summary);
+  if (!out_dir.empty()) {
+    const nlohmann::json m = {{"scenario", sc.name},
+                              {"point", label},
+                              {"workload", o.workload},
+                              {"summary", ClusterSummaryToJson(o.summary)}};
+    Status w = WriteText(fs::path(out_dir) / "metrics.json", m.dump(2) + "\n");
+    if (w.ok()) w = WriteText(fs::path(out_dir) / "requests.csv", ClusterRequestsCsv(cs));
+    if (!w.ok()) o.status = w;
+  }
+  if (trace) {
+    if (Status w = trace->Write(trace_path); !w.ok() && o.status.ok()) o.status = w;
+  }
+  return o;
+}
+
 int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& source,
                      const ClusterRunOptions& o, std::ostream& out, std::ostream& err) {
   const bool many = points.size() > 1;
-  int rc = 0;
-  nlohmann::json jpoints = nlohmann::json::array();
-  std::string table;
-  std::string csv;
+  std::map<int64_t, PointResult> results;
+  RunPoints(
+      points, source, o.jobs,
+      [&](const SweepPoint& p) { return o.point_options ? o.point_options(p) : PointOptions{}; },
+      [&](PointResult&& r) {
+        CheckPointKind(r, /*cluster=*/true);
+        results.emplace(r.index, std::move(r));
+      });
   size_t w = 5;
-  for (const SweepPoint& p : points) w = std::max(w, Label(p).size());
+  for (const SweepPoint& p : points) w = std::max(w, p.Label().size());
+  std::string table;
   if (many) {
     table = fmt::format("{:<{}} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7}\n", "point", w,
-                        "TTFT ms", "p99", "queue", "prefill", "transfer", "1st dec", "tok/s",
+                        "TTFT ms", "p90", "queue", "prefill", "transfer", "1st dec", "tok/s",
                         "link %");
-    csv = "point";
-    for (const auto& [k, v] : points.front().labels) csv += "," + k;
-    csv += ",status";
-    for (const auto& c : ClusterSweepColumns()) csv += "," + c;
-    csv += "\n";
   }
-  for (const SweepPoint& p : points) {
-    const fs::path dir = o.out_dir.empty()
-                             ? fs::path()
-                             : (many ? fs::path(o.out_dir) / "points" / fmt::format("{:04d}", p.index)
-                                     : fs::path(o.out_dir));
-    std::string csv_row = std::to_string(p.index);
-    for (const auto& [k, v] : p.labels) csv_row += "," + v;
-    auto fail = [&](const Status& s) {
-      rc = 2;
-      err << "kvsim: error" << (many ? " (point " + Label(p) + ")" : "") << ": " << s.message()
-          << "\n";
-      if (many) {
-        table += fmt::format("{:<{}} error: {}\n", Label(p), w, s.code());
-        csv += csv_row + ",error: " + s.code() + "\n";
-      }
-      jpoints.push_back({{"point", Label(p)}, {"error", s.code()}, {"message", s.message()}});
-    };
-    auto sc = ParseScenario(p.tree, source);
-    if (!sc.ok()) {
-      fail(sc.status());
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : points.front().labels) keys.push_back(k);
+  std::string csv = SweepCsvHeader(keys, /*cluster=*/true) + "\n";
+  nlohmann::json jpoints = nlohmann::json::array();
+  int64_t failed = 0;
+  for (const auto& [idx, r] : results) {
+    const std::string label = SweepPoint{idx, r.labels, {}}.Label();
+    csv += SweepCsvRow(r, /*cluster=*/true) + "\n";
+    if (!r.status.ok()) {
+      ++failed;
+      err << "kvsim: error" << (many ? " (point " + label + ")" : "") << ": "
+          << r.status.message() << "\n";
+      if (many) table += fmt::format("{:<{}} error: {}\n", label, w, r.status.code());
+      jpoints.push_back(
+          {{"point", label}, {"error", r.status.code()}, {"message", r.status.message()}});
       continue;
     }
-    auto sim = ClusterSim::Create(sc.value());
-    if (!sim.ok()) {
-      fail(sim.status());
-      continue;
-    }
-    sim.value()->Run();
-    const ClusterSummary s = sim.value()->Summary();
-    const nlohmann::json js = ClusterSummaryToJson(s);
-    if (!dir.empty()) {
-      nlohmann::json m = {{"scenario", sc->name}, {"point", Label(p)},
-                          {"workload", sim.value()->workload_description()}, {"summary", js}};
-      Status w = WriteText(dir / "metrics.json", m.dump(2) + "\n");
-      if (w.ok()) w = WriteText(dir / "requests.csv", ClusterRequestsCsv(*sim.value()));
-      if (!w.ok()) {
-        fail(w);
-        continue;
-      }
-    }
-    jpoints.push_back({{"point", Label(p)}, {"summary", js}});
+    const ClusterSummary& s = r.cluster_summary;
+    jpoints.push_back({{"point", label}, {"summary", ClusterSummaryToJson(s)}});
     if (many) {
-      table += fmt::format("{:<{}} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>8.0f} {:>7.1f}\n",
-                           Label(p), w, s.ttft.mean, s.ttft.p99, s.queue.mean, s.prefill.mean,
-                           s.transfer.mean, s.first_decode.mean, s.output_throughput,
-                           s.links.empty() ? 0.0 : 100.0 * s.links.front().utilisation);
-      csv += csv_row + ",ok";
-      for (const auto& v : ClusterSweepValues(s)) csv += "," + v;
-      csv += "\n";
+      table += fmt::format(
+          "{:<{}} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>8.0f} {:>7.1f}\n", label,
+          w, s.ttft.mean, s.ttft.p90, s.queue.mean, s.prefill.mean, s.transfer.mean,
+          s.first_decode.mean, s.output_throughput,
+          s.links.empty() ? 0.0 : 100.0 * s.links.front().utilisation);
     } else if (!o.json) {
-      auto setup = BuildClusterSetup(sc.value());
-      if (setup.ok()) out << FormatClusterSetup(sc.value(), setup.value());
-      out << "workload: " << sim.value()->workload_description() << "\n"
-          << FormatClusterSummary(s);
+      out << r.report;
     }
   }
+  int rc = 0;
+  if (failed > 0) rc = failed == static_cast<int64_t>(results.size()) ? 2 : 1;
   if (many && !o.out_dir.empty()) {
-    if (Status w = WriteText(fs::path(o.out_dir) / "summary.csv", csv); !w.ok()) {
-      err << "kvsim: error: " << w.message() << "\n";
-      rc = 2;
+    if (Status ws = WriteText(fs::path(o.out_dir) / "summary.csv", csv); !ws.ok()) {
+      err << "kvsim: error: " << ws.message() << "\n";
+      rc = std::max(rc, 1);
     }
   }
   if (o.json) {
-    out << nlohmann::json({{"points", jpoints}}).dump(2) << "\n";
+    out << nlohmann::json({{"points", jpoints}, {"failed", failed}}).dump(2) << "\n";
   } else if (many) {
     out << table;
+    if (failed > 0) {
+      out << fmt::format("{} of {} points failed (errors above)\n", failed, results.size());
+    }
   }
-  if (!o.out_dir.empty() && !o.json) out << "outputs in " << o.out_dir << "\n";
+  if (!o.out_dir.empty() && !o.json && failed < static_cast<int64_t>(results.size())) {
+    out << "outputs in " << o.out_dir << "\n";
+  }
   return rc;
 }
 

@@ -92,6 +92,7 @@ class ClusterSim::Instance {
   double usage_area = 0, usage_max = 0, last_usage = 0;
   Tick last_tick = 0;
   int64_t steps = 0, preemptions = 0, requests = 0;
+  int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0;  // for the trace
 };
 
 struct ClusterSim::Transfer {
@@ -124,6 +125,10 @@ PdStats Stats(std::vector<double> v) {
 }
 
 double Ms(Tick t) { return static_cast<double>(t) / static_cast<double>(kTicksPerMs); }
+
+// Trace processes: 1 the network, 2 the requests (TraceRecorder's), 3.. the instances.
+constexpr int kNetworkPid = 1;
+int InstancePid(int global_index) { return 3 + global_index; }
 
 Result<KvCacheManagerConfig> ManagerConfig(const Scenario& pool, const KvCachePlan& plan) {
   auto kv = KvCacheManagerConfigFromPlan(plan);
@@ -305,8 +310,13 @@ void ClusterSim::Run() {
           break;
         }
         in.cost.Begin();
+        in.step_tokens = 0;
+        in.step_admitted = 0;
+        in.step_preempted = static_cast<int64_t>(in.step.preempted.size());
         for (const ScheduledChunk& c : in.step.scheduled) {
           in.cost.Add(c.num_tokens, c.num_computed_before);
+          in.step_tokens += c.num_tokens;
+          if (c.new_admission) ++in.step_admitted;
           PdRecord& rec = records_[static_cast<size_t>(c.req->id)];
           if (in.prefill && c.new_admission && rec.prefill_start < 0) {
             rec.prefill_start = now_;
@@ -324,6 +334,11 @@ void ClusterSim::Run() {
         const int i = static_cast<int>(e.a);
         Instance& in = *inst_[static_cast<size_t>(i)];
         in.step_in_flight = false;
+        if (trace_) {
+          trace_->Step(in.step_start, now_, in.step_tokens,
+                       static_cast<int64_t>(in.step.scheduled.size()), in.step_admitted,
+                       in.step_preempted, InstancePid(i));
+        }
         std::vector<std::pair<int64_t, int64_t>> done;  // (id, outputs)
         const int64_t vocab = workload_->vocab_size();
         for (const ScheduledChunk& c : in.step.scheduled) {
@@ -383,6 +398,11 @@ void ClusterSim::Run() {
         }
         in.Integrate(now_);
         if (!in.prefill) TryReserve(i);
+        if (trace_) {
+          trace_->Counters(now_, in.mgr.usage(), static_cast<int64_t>(in.state.running.size()),
+                           static_cast<int64_t>(in.state.waiting.size() + in.pending.size()),
+                           InstancePid(i));
+        }
         RequestSchedule(i);
         break;
       }
@@ -395,6 +415,59 @@ void ClusterSim::Run() {
     }
   }
   for (auto& in : inst_) in->Integrate(now_);
+  if (trace_) TraceRequests();
+}
+
+void ClusterSim::TraceNetwork() {
+  if (!trace_) return;
+  trace_->Counter(now_, "transfers_on_wire", static_cast<double>(flow_to_request_.size()),
+                  kNetworkPid);
+}
+
+void ClusterSim::SetTrace(TraceRecorder* trace) {
+  trace_ = trace;
+  if (!trace_) return;
+  trace_->NameProcess(kNetworkPid, "network");
+  for (size_t i = 0; i < inst_.size(); ++i) {
+    const Instance& in = *inst_[i];
+    trace_->NameProcess(InstancePid(static_cast<int>(i)),
+                        fmt::format("{} {}", in.prefill ? "prefill" : "decode", in.index));
+  }
+}
+
+// Request phases come from the records once the run is over: every boundary is known then,
+// and the phases of one request nest properly (wait for blocks and wire inside transfer).
+void ClusterSim::TraceRequests() {
+  for (const PdRecord& r : records_) {
+    if (!r.arrived || !trace_->keeps(r.id)) continue;
+    if (r.rejected) {
+      trace_->RequestInstant(r.id, "rejected", r.arrival);
+      continue;
+    }
+    const std::string p = fmt::format(R"("prefill_instance":{})", r.prefill_instance);
+    if (r.prefill_start >= 0) trace_->RequestPhase(r.id, "queued", r.arrival, r.prefill_start);
+    if (r.prefill_end >= 0) {
+      trace_->RequestPhase(r.id, "prefill", r.prefill_start, r.prefill_end,
+                           fmt::format(R"({},"hit_tokens":{})", p, r.prefill_hit_tokens));
+    }
+    if (r.kv_ready >= 0) {
+      trace_->RequestPhase(
+          r.id, "transfer", r.prefill_end, r.kv_ready,
+          fmt::format(R"({},"decode_instance":{},"tokens":{},"bytes":{},"descriptors":{})", p,
+                      r.decode_instance, r.transfer_tokens, r.bytes, r.descriptors));
+      if (r.reserved > r.prefill_end) {
+        trace_->RequestPhase(r.id, "wait_decode_blocks", r.prefill_end, r.reserved);
+      }
+      trace_->RequestPhase(r.id, "wire", r.wire_start, r.wire_end);
+    }
+    if (r.first_token >= 0) {
+      trace_->RequestPhase(r.id, "first_decode", r.kv_ready, r.first_token,
+                           fmt::format(R"("decode_instance":{})", r.decode_instance));
+    }
+    if (r.finish >= 0 && r.finish > r.first_token) {
+      trace_->RequestPhase(r.id, "decode", r.first_token, r.finish);
+    }
+  }
 }
 
 void ClusterSim::OnArrival(int64_t id) {
@@ -504,11 +577,13 @@ void ClusterSim::OnWireStart(int64_t id) {
   const double cap = flow_cap_ > 0 ? flow_cap_ : std::numeric_limits<double>::infinity();
   t.flow = net_.Add(path.resources, static_cast<double>(t.cost.bytes), now_, cap);
   flow_to_request_[t.flow] = id;
+  TraceNetwork();
 }
 
 void ClusterSim::OnWireEnd(int64_t flow) {
   const int64_t id = flow_to_request_.at(flow);
   flow_to_request_.erase(flow);
+  TraceNetwork();
   Transfer& t = transfers_.at(id);
   PdRecord& rec = records_[static_cast<size_t>(id)];
   rec.wire_end = now_;

@@ -39,6 +39,7 @@
 #include "sim/cluster/router.h"
 #include "sim/event.h"
 #include "sim/scenario/scenario.h"
+#include "sim/trace_export.h"
 #include "sim/workload/i_workload.h"
 
 namespace kvsim {
@@ -115,6 +116,11 @@ class ClusterSim {
                                                     std::unique_ptr<IWorkload> workload);
   ~ClusterSim();
 
+  // Records a Chrome/Perfetto trace of the run into `trace` (not owned; null = none): each
+  // instance is a process with its steps and KV/queue counters, "network" counts transfers
+  // on the wire, and "requests" shows each request's queue, prefill, transfer (with the
+  // wait for decode blocks and the wire time nested inside), first decode and decode.
+  void SetTrace(TraceRecorder* trace);
   void Run();
   ClusterSummary Summary() const;
   const std::vector<PdRecord>& records() const { return records_; }
@@ -145,6 +151,8 @@ class ClusterSim {
   void OnFinished(int d, int64_t id, int64_t outputs);
   void Reject(int64_t id);
   void RequestSchedule(int inst);
+  void TraceRequests();
+  void TraceNetwork();
   std::vector<InstanceLoad> Loads(bool prefill) const;
   std::vector<BlockHash> RouteHashes(const RequestSpec& spec) const;
 
@@ -171,6 +179,7 @@ class ClusterSim {
   int64_t hash_block_ = 16;
   double flow_cap_ = 0;  // bytes per ns; 0 = none
   std::vector<RequestSpec> follow_buf_;
+  TraceRecorder* trace_ = nullptr;
 };
 
 nlohmann::json ClusterSummaryToJson(const ClusterSummary& s);

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sim/cluster/cluster_run.h"
 #include "sim/scenario/scenario_loader.h"
 
 namespace kvsim {
@@ -34,6 +35,32 @@ std::string JoinCsv(const std::vector<std::string>& fields) {
   std::string s;
   for (size_t i = 0; i < fields.size(); ++i) s += (i ? "," : "") + CsvField(fields[i]);
   return s;
+}
+
+// The fields of one CSV line (CsvField's quoting undone).
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
 }
 
 // The point index of a CSV row (its first field), or -1.
@@ -79,11 +106,18 @@ PointResult RunPoint(const SweepPoint& point, const std::string& source,
     r.status = sc.status();
     return r;
   }
-  if (sc->cluster.enabled) {  // P/D clusters have their own runner (sim/cluster/cluster_run.h)
-    r.status = Status::Error(
-        "cluster_scenario",
-        source + ": a P/D cluster scenario is swept by `kvsim run` (one row per point; -o DIR "
-                 "writes summary.csv and per-point metrics); `kvsim sweep` drives single engines");
+  if (sc->cluster.enabled) {  // P/D cluster: the code path `kvsim run` uses
+    ClusterPointOutput c =
+        RunClusterScenario(sc.value(), point.Label(), options.out_dir, options.trace_path);
+    r.cluster = true;
+    r.status = c.status;
+    if (c.ran) {
+      r.cluster_summary = c.summary;
+      r.csv_values = ClusterSweepValues(c.summary);
+      r.workload = c.workload;
+      r.report = std::move(c.report);
+    }
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }
   auto engine = Engine::Create(sc.value());
@@ -111,6 +145,45 @@ PointResult RunPoint(const SweepPoint& point, const std::string& source,
   }
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+void CheckPointKind(PointResult& r, bool cluster) {
+  if (!r.status.ok() || r.cluster == cluster) return;
+  r.status = Status::Error(
+      "mixed_sweep",
+      cluster ? "this point has no `cluster:` section but point 0 is a P/D cluster; one sweep "
+                "runs one kind (their CSV columns differ)"
+              : "this point is a P/D cluster but point 0 is a single engine; one sweep runs "
+                "one kind (their CSV columns differ)");
+  r.csv_values.clear();
+}
+
+std::string SweepCsvHeader(const std::vector<std::string>& keys, bool cluster) {
+  std::vector<std::string> header = {"point"};
+  header.insert(header.end(), keys.begin(), keys.end());
+  header.push_back("status");
+  for (const auto& c : cluster ? ClusterSweepColumns() : SweepMetricColumns()) {
+    header.push_back(c);
+  }
+  return JoinCsv(header);
+}
+
+std::string SweepCsvRow(const PointResult& r, bool cluster) {
+  std::vector<std::string> fields = {std::to_string(r.index)};
+  for (const auto& [k, v] : r.labels) fields.push_back(v);
+  if (r.status.ok()) {
+    fields.push_back("ok");
+    fields.insert(fields.end(), r.csv_values.begin(), r.csv_values.end());
+  } else {
+    std::string msg = r.status.message();
+    for (char& c : msg) {
+      if (c == '\n') c = ' ';
+    }
+    fields.push_back("error: " + msg);
+    const size_t ncols = (cluster ? ClusterSweepColumns() : SweepMetricColumns()).size();
+    fields.resize(1 + r.labels.size() + 1 + ncols);
+  }
+  return JoinCsv(fields);
 }
 
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
@@ -144,7 +217,7 @@ std::string SweepCsvPath(const SweepOptions& o) {
 }
 
 Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOptions& o,
-                std::ostream& log) {
+                std::ostream& log, SweepTally* tally_out) {
   if (o.shard_n < 1 || o.shard_k < 0 || o.shard_k >= o.shard_n) {
     return Status::Error("bad_shard", fmt::format("--shard {}/{}: need 0 <= K < N", o.shard_k,
                                                   o.shard_n));
@@ -153,15 +226,19 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   if (!keys.ok()) return keys.status();
   auto all = ExpandSweep(tree);
   if (!all.ok()) return all.status();
+  // Point 0 decides whether the rows are single-engine or P/D cluster rows (every shard
+  // agrees, so their CSVs merge).
+  auto first = ParseScenario(all->front().tree, source);
+  if (!first.ok()) return first.status();
+  const bool cluster = first->cluster.enabled;
+  SweepTally tally;
+  tally.cluster = cluster;
   std::vector<SweepPoint> mine;
   for (auto& p : all.value()) {
     if (p.index % o.shard_n == o.shard_k) mine.push_back(std::move(p));
   }
-  std::vector<std::string> header = {"point"};
-  header.insert(header.end(), keys->begin(), keys->end());
-  header.push_back("status");
-  for (const auto& c : SweepMetricColumns()) header.push_back(c);
-  const std::string header_line = JoinCsv(header) + "\n";
+  const std::string header_line = SweepCsvHeader(keys.value(), cluster) + "\n";
+  const size_t status_field = 1 + keys->size();
 
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
@@ -226,20 +303,8 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
         return po;
       },
       [&](PointResult&& r) {
-        std::vector<std::string> fields = {std::to_string(r.index)};
-        for (const auto& [k, v] : r.labels) fields.push_back(v);
-        if (r.status.ok()) {
-          fields.push_back("ok");
-          fields.insert(fields.end(), r.csv_values.begin(), r.csv_values.end());
-        } else {
-          std::string msg = r.status.message();
-          for (char& c : msg) {
-            if (c == '\n') c = ' ';
-          }
-          fields.push_back("error: " + msg);
-          fields.resize(header.size());
-        }
-        const std::string line = JoinCsv(fields) + "\n";
+        CheckPointKind(r, cluster);
+        const std::string line = SweepCsvRow(r, cluster) + "\n";
         if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
             ::fsync(fd) != 0) {
           io = Status::Error("io_error", journal + ": append failed");
@@ -268,16 +333,36 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   ::close(fd);
   if (o.progress_bar && total > 0) log << "\n";
   if (!io.ok()) return io;
+  // Failed points, resumed rows included: their status field starts with "error".
+  tally.points = static_cast<int64_t>(rows.size());
+  for (const auto& [idx, line] : rows) {
+    const std::vector<std::string> f = SplitCsv(line);
+    if (f.size() <= status_field || f[status_field] != "ok") tally.failed.push_back(idx);
+  }
+  std::string failed_note;
+  if (!tally.failed.empty()) {
+    failed_note = fmt::format(", {} FAILED (point", tally.failed.size());
+    failed_note += tally.failed.size() > 1 ? "s" : "";
+    for (size_t i = 0; i < tally.failed.size() && i < 20; ++i) {
+      failed_note += " " + std::to_string(tally.failed[i]);
+    }
+    failed_note += tally.failed.size() > 20 ? " ...; " : "; ";
+    failed_note += "the status column says why)";
+  }
   if (partial) {
-    log << fmt::format("sweep: stopped after {} points (--max-points); rerun to continue\n",
-                       total);
+    log << fmt::format(
+        "sweep: stopped after {} points (--max-points); {} of {} done{}; rerun to continue\n",
+        total, rows.size(), mine.size(), failed_note);
+    if (tally_out) *tally_out = tally;
     return Status::Ok();
   }
   std::string out = header_line;
   for (const auto& [idx, line] : rows) out += line + "\n";
   if (Status s = WriteFileAtomically(csv, out); !s.ok()) return s;
   fs::remove(journal, ec);
-  log << fmt::format("sweep: {} points -> {}\n", rows.size(), csv);
+  tally.complete = true;
+  log << fmt::format("sweep: {} points{} -> {}\n", rows.size(), failed_note, csv);
+  if (tally_out) *tally_out = tally;
   return Status::Ok();
 }
 

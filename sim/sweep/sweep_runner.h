@@ -1,11 +1,16 @@
 // Running scenario points, one or many.
 //
 // RunPoint: parse one point's tree, build an Engine, run it, optionally write its outputs
-// (metrics.json, requests.csv, Chrome trace). A point whose scenario is invalid (say a pack
-// size the model does not allow) comes back as a failed PointResult, not a crash.
+// (metrics.json, requests.csv, Chrome trace). A point whose scenario has a `cluster:`
+// section runs as a P/D cluster instead (RunClusterScenario, sim/cluster/cluster_run.h: the
+// code path `kvsim run` uses too) and its row has the cluster columns. A point whose scenario
+// is invalid (say a pack size the model does not allow) comes back as a failed PointResult,
+// not a crash.
 //
 // RunSweep (`kvsim sweep`): runs the points of a sweep (or the slice `--shard K/N` selects:
-// points with index % N == K) on `jobs` threads and writes one CSV row per point.
+// points with index % N == K) on `jobs` threads and writes one CSV row per point. Point 0
+// decides the columns: SweepMetricColumns for single engines, ClusterSweepColumns for P/D
+// clusters (a sweep mixing the two makes the odd points error rows).
 // Crash safety: each finished row is appended to a journal (<csv>.journal) with one write()
 // and an fsync, so a killed sweep (even kill -9) loses at most the points in flight; a
 // torn last line is discarded on resume. Rerunning the same command skips the journaled
@@ -20,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cluster/cluster_sim.h"
 #include "sim/metrics_output.h"
 #include "sim/sweep/sweep_spec.h"
 
@@ -34,15 +40,30 @@ struct PointResult {
   int64_t index = 0;
   Labels labels;
   Status status;  // not ok: the point failed (bad config); the row says why
+  bool cluster = false;  // a P/D cluster point: cluster_summary, not summary/block_size
   RunSummary summary;
+  ClusterSummary cluster_summary;
   int64_t block_size = 0;
-  std::vector<std::string> csv_values;  // SweepMetricColumns() order (empty on failure)
+  // SweepMetricColumns() order, or ClusterSweepColumns() for a cluster (empty on failure)
+  std::vector<std::string> csv_values;
   double wall_s = 0;
   std::string workload;  // the workload's one-line description (and any fallback note)
+  std::string report;    // cluster: setup + summary, as `kvsim run` prints a single point
 };
 
 PointResult RunPoint(const SweepPoint& point, const std::string& source,
                      const PointOptions& options);
+
+// Turns a point that ran as the wrong kind (an engine point in a cluster sweep, or the
+// reverse: their rows have different columns) into a failed point.
+void CheckPointKind(PointResult& r, bool cluster);
+
+// The sweep CSV's header line (no newline) for these sweep keys, and one point's row (no
+// newline): point index, the label values, "ok" or "error: <message>", the metric values
+// (empty fields on error). `kvsim sweep` writes these rows and `kvsim run -o` the same ones
+// in summary.csv.
+std::string SweepCsvHeader(const std::vector<std::string>& keys, bool cluster);
+std::string SweepCsvRow(const PointResult& r, bool cluster);
 
 // Runs `points` on `jobs` threads, calling `done` (under a lock) as each finishes.
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
@@ -63,10 +84,19 @@ struct SweepOptions {
 // The CSV file a sweep (or shard) writes into out_dir.
 std::string SweepCsvPath(const SweepOptions& o);
 
+// What a sweep (or shard) ended with, resumed rows included.
+struct SweepTally {
+  int64_t points = 0;                 // rows in the CSV (or the journal, if stopped early)
+  std::vector<int64_t> failed;        // indices of the error rows
+  bool cluster = false;               // the rows have the P/D cluster columns
+  bool complete = false;              // the CSV was written (false after --max-points)
+};
+
 // Runs the sweep; progress and notes go to `log`. Returns the status of the sweep itself
-// (I/O, bad sweep block, journal mismatch); failed points are rows, not errors.
+// (I/O, bad sweep block, point 0's scenario, journal mismatch); failed points are rows, not
+// errors: they are counted in `tally` (optional) and the last log line says how many.
 Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOptions& options,
-                std::ostream& log);
+                std::ostream& log, SweepTally* tally = nullptr);
 
 // `kvsim merge`: joins shard CSVs into `out` (same header; rows by point index; duplicates
 // must agree). Reports missing point indices in `log`.

@@ -18,7 +18,7 @@ for run in a b; do
   fi
 done
 cat "$work/a.txt"
-# (a P/D cluster scenario prints its setup and writes no files)
+# (P/D cluster scenarios write the same kinds of files: metrics.json, requests.csv, the trace)
 if [ -d "$work/a" ] && ! diff -r "$work/a" "$work/b" > /dev/null; then
   echo "FAIL outputs differ between two runs with the same seed"; diff -r "$work/a" "$work/b" | head; exit 1
 fi

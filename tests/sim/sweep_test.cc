@@ -1,6 +1,9 @@
 // Sweeps: expansion order, zip groups, shards that partition the points, resume after a
-// torn journal, merge of shard files.
+// torn journal, merge of shard files; P/D cluster sweeps (cluster columns, -j independence,
+// failed points counted).
 #include "sim/sweep/sweep_runner.h"
+
+#include "sim/cluster/cluster_run.h"
 
 #include <catch2/catch_test_macros.hpp>
 #include <filesystem>
@@ -164,6 +167,113 @@ TEST_CASE("sweep: a point with an invalid configuration becomes an error row") {
   const std::string csv = Slurp(SweepCsvPath(o));
   CHECK(csv.find("\n0,1,ok,") != std::string::npos);
   CHECK(csv.find("\n1,2,error: ") != std::string::npos);  // packs need a hybrid model
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: failed points are counted in the tally, resumed rows included") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_tally";
+  fs::remove_all(dir);
+  std::ostringstream log;
+  SweepOptions o;
+  o.out_dir = dir.string();
+  ConfigNode t = Tree(kSmall);
+  REQUIRE(ApplyOverride(t, "sweep={cache.attn_pack_size: [1, 2, 1, 4]}").ok());
+  o.max_points = 2;  // stop half way: the journal keeps points 0 and 1
+  SweepTally part;
+  REQUIRE(RunSweep(t, "sweep.yaml", o, log, &part).ok());
+  CHECK_FALSE(part.complete);
+  CHECK(part.failed == std::vector<int64_t>{1});
+  o.max_points = 0;
+  SweepTally tally;
+  REQUIRE(RunSweep(t, "sweep.yaml", o, log, &tally).ok());
+  CHECK(tally.complete);
+  CHECK_FALSE(tally.cluster);
+  CHECK(tally.points == 4);
+  CHECK(tally.failed == std::vector<int64_t>{1, 3});  // 1 from the journal, 3 from this run
+  CHECK(log.str().find("2 FAILED (points 1 3;") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A small P/D cluster (prefill NHD/64 → decode HND/16) swept over the pool ratio.
+const char* kCluster = R"(
+name: pd_sweep_test
+seed: 3
+model:
+  name: toy
+  max_model_len: 8192
+  layers:
+    - {type: full_attention, count: 8, num_kv_heads: 8, head_size: 128}
+  compute: {hidden_size: 4096, num_attention_heads: 32, num_params: 2000000000,
+            num_active_params: 2000000000, vocab_size: 32000}
+cache: {num_gpu_blocks: 4000}
+scheduler: {max_num_batched_tokens: 2048, max_num_seqs: 64}
+workload:
+  kind: shared_prefix
+  num_requests: 40
+  rate_per_s: 40
+  prompt_tokens: {dist: uniform, mean: 600, min: 200, max: 1000}
+  output_tokens: {dist: fixed, mean: 6}
+  system_prompt: {tokens: 256, count: 2}
+cluster:
+  prefill: {count: 1, cache: {block_size: 64, layout: NHD, enable_prefix_caching: false}}
+  decode: {count: 1, cache: {block_size: 16, layout: HND}}
+  transfer: {save_side_postprocess: true}
+sweep:
+  cluster.prefill.count: [1, 2]
+  cluster.decode.count: [1, 2]
+)";
+
+TEST_CASE("sweep: P/D cluster points run the cluster simulation, one row of cluster metrics each") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_cluster";
+  fs::remove_all(dir);
+  std::ostringstream log;
+  SweepOptions a, b;
+  a.out_dir = (dir / "j1").string();
+  b.out_dir = (dir / "j2").string();
+  b.jobs = 2;
+  SweepTally ta, tb;
+  REQUIRE(RunSweep(Tree(kCluster), "sweep.yaml", a, log, &ta).ok());
+  REQUIRE(RunSweep(Tree(kCluster), "sweep.yaml", b, log, &tb).ok());
+  CHECK(ta.cluster);
+  CHECK(ta.points == 4);
+  CHECK(ta.failed.empty());
+  const std::string csv = Slurp(SweepCsvPath(a));
+  CHECK(csv == Slurp(SweepCsvPath(b)));
+  CHECK(csv.rfind(SweepCsvHeader({"cluster.prefill.count", "cluster.decode.count"}, true) + "\n",
+                  0) == 0);
+  CHECK(csv.find("\n0,1,1,ok,40,0,0,") != std::string::npos);  // all 40 requests finished
+  CHECK(csv.find("\n3,2,2,ok,40,0,0,") != std::string::npos);
+  // The row equals what RunPoint reports for the same point (the `kvsim run` path).
+  auto pts = ExpandSweep(Tree(kCluster));
+  REQUIRE(pts.ok());
+  PointResult r = RunPoint(pts.value()[2], "sweep.yaml", {});
+  REQUIRE(r.status.ok());
+  CHECK(r.cluster);
+  CHECK(r.cluster_summary.finished == 40);
+  CHECK(r.cluster_summary.transferred_requests == 40);
+  CHECK(csv.find("\n" + SweepCsvRow(r, true) + "\n") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: a P/D point whose setup is invalid is an error row with the cluster columns") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_cluster_err";
+  fs::remove_all(dir);
+  std::ostringstream log;
+  SweepOptions o;
+  o.out_dir = dir.string();
+  ConfigNode t = Tree(kCluster);
+  REQUIRE(ApplyOverride(t, "sweep={cluster.topology.nic_gbytes_per_s: [50, -1]}").ok());
+  SweepTally tally;
+  REQUIRE(RunSweep(t, "sweep.yaml", o, log, &tally).ok());
+  CHECK(tally.failed == std::vector<int64_t>{1});
+  const std::string csv = Slurp(SweepCsvPath(o));
+  const size_t row = csv.find("\n1,-1,\"error: ");
+  REQUIRE(row != std::string::npos);
+  // Same number of fields as the header: the label, the status and an empty field per metric.
+  const std::string line = csv.substr(row + 1, csv.find('\n', row + 1) - row - 1);
+  CHECK(line.size() > ClusterSweepColumns().size());
+  CHECK(line.substr(line.size() - ClusterSweepColumns().size()) ==
+        std::string(ClusterSweepColumns().size(), ','));
   fs::remove_all(dir);
 }
 
