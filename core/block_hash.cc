@@ -94,28 +94,46 @@ BlockHash HashConsecutiveFixed(BlockHash parent, TokenId first, int64_t nblocks,
 // w_k = (t+2k) | (t+2k+1) << 32 = w_0 + k·0x0000000200000002 (ids < 2^31, so no carry between
 // halves), so the words live in registers and nothing is stored or reloaded. Uses xxhash's
 // own secret and constants; the tests compare it with XXH3_64bits_withSeed on real tokens.
-BlockHash HashConsecutive16(BlockHash parent, TokenId first, int64_t nblocks, BlockHash* out) {
-  auto fold = [](uint64_t a, uint64_t b) {
-    const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
-    return static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
-  };
-  uint64_t sec[8];
-  for (int i = 0; i < 8; ++i) sec[i] = XXH_readLE64(XXH3_kSecret + 8 * i);
-  constexpr uint64_t kStep = 0x0000000200000002ULL;   // two tokens further
-  constexpr uint64_t kBlock = 0x0000001000000010ULL;  // sixteen tokens further
+[[gnu::always_inline]] inline uint64_t Fold(uint64_t a, uint64_t b) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
+}
+
+constexpr uint64_t kStep = 0x0000000200000002ULL;   // two tokens further
+constexpr uint64_t kBlock = 0x0000001000000010ULL;  // sixteen tokens further
+
+// The first word of a block starting at token t.
+inline uint64_t FirstWord(TokenId first) {
   const uint64_t t = static_cast<uint32_t>(first);
-  uint64_t w = t | ((t + 1) << 32);
+  return t | ((t + 1) << 32);
+}
+
+struct Secret16 {
+  uint64_t s[8];
+  Secret16() {
+    for (int i = 0; i < 8; ++i) s[i] = XXH_readLE64(XXH3_kSecret + 8 * i);
+  }
+};
+
+// XXH3_64bits_withSeed(tokens w.., 64 bytes, seed).
+[[gnu::always_inline]] inline uint64_t Hash16(const Secret16& sec, uint64_t w, uint64_t seed) {
+  const uint64_t* c = sec.s;
+  uint64_t acc = 64 * XXH_PRIME64_1;
+  acc += Fold(w ^ (c[0] + seed), (w + kStep) ^ (c[1] - seed));                  // input +0
+  acc += Fold((w + 2 * kStep) ^ (c[4] + seed), (w + 3 * kStep) ^ (c[5] - seed));  // +16
+  acc += Fold((w + 4 * kStep) ^ (c[6] + seed), (w + 5 * kStep) ^ (c[7] - seed));  // +32
+  acc += Fold((w + 6 * kStep) ^ (c[2] + seed), (w + 7 * kStep) ^ (c[3] - seed));  // +48
+  acc ^= acc >> 37;
+  acc *= 0x165667919E3779F9ULL;
+  acc ^= acc >> 32;
+  return acc;
+}
+
+BlockHash HashConsecutive16(BlockHash parent, TokenId first, int64_t nblocks, BlockHash* out) {
+  const Secret16 sec;
+  uint64_t w = FirstWord(first);
   for (int64_t k = 0; k < nblocks; ++k) {
-    const uint64_t seed = parent;
-    uint64_t acc = 64 * XXH_PRIME64_1;
-    acc += fold(w ^ (sec[0] + seed), (w + kStep) ^ (sec[1] - seed));              // input +0
-    acc += fold((w + 2 * kStep) ^ (sec[4] + seed), (w + 3 * kStep) ^ (sec[5] - seed));  // +16
-    acc += fold((w + 4 * kStep) ^ (sec[6] + seed), (w + 5 * kStep) ^ (sec[7] - seed));  // +32
-    acc += fold((w + 6 * kStep) ^ (sec[2] + seed), (w + 7 * kStep) ^ (sec[3] - seed));  // +48
-    acc ^= acc >> 37;
-    acc *= 0x165667919E3779F9ULL;
-    acc ^= acc >> 32;
-    parent = acc;
+    parent = Hash16(sec, w, parent);
     out[k] = parent;
     w += kBlock;
   }
@@ -155,6 +173,25 @@ BlockHash HashConsecutiveBlocks(BlockHash parent, TokenId first, int64_t block_s
     for (size_t j = 0; j < bs; ++j) buf[j] += static_cast<uint32_t>(bs);
   }
   return parent;
+}
+
+void HashConsecutive16Pair(std::span<const TokenId> firsts_a, std::vector<BlockHash>& out_a,
+                           std::span<const TokenId> firsts_b, std::vector<BlockHash>& out_b) {
+  const Secret16 sec;
+  const size_t na = firsts_a.size(), nb = firsts_b.size();
+  out_a.resize(na);
+  out_b.resize(nb);
+  BlockHash pa = kNoneHash, pb = kNoneHash;
+  const size_t both = std::min(na, nb);
+  size_t k = 0;
+  for (; k < both; ++k) {  // two independent chains in one loop body
+    pa = Hash16(sec, FirstWord(firsts_a[k]), pa);
+    pb = Hash16(sec, FirstWord(firsts_b[k]), pb);
+    out_a[k] = pa;
+    out_b[k] = pb;
+  }
+  for (size_t j = k; j < na; ++j) out_a[j] = pa = Hash16(sec, FirstWord(firsts_a[j]), pa);
+  for (size_t j = k; j < nb; ++j) out_b[j] = pb = Hash16(sec, FirstWord(firsts_b[j]), pb);
 }
 
 void RequestBlockHasher::Assign(std::span<const BlockHash> hashes,

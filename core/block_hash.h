@@ -76,6 +76,13 @@ BlockHash HashFullBlocks(BlockHash parent, std::span<const TokenId> tokens, int6
 BlockHash HashConsecutiveBlocks(BlockHash parent, TokenId first, int64_t block_size,
                                 int64_t nblocks, std::vector<BlockHash>& out);
 
+// Block 16 only: two independent chains from kNoneHash whose block k holds the 16
+// consecutive token ids starting at firsts[k], hashed in lockstep. One XXH3 chain is bound by
+// its own latency (each block is seeded by the previous hash); two interleaved chains take
+// about the time of one. out_a / out_b are replaced by the hashes HashFullBlocks would give.
+void HashConsecutive16Pair(std::span<const TokenId> firsts_a, std::vector<BlockHash>& out_a,
+                           std::span<const TokenId> firsts_b, std::vector<BlockHash>& out_b);
+
 // Incremental hasher of one request: tokens arrive in pieces (prompt, then accepted output
 // tokens); every time a block of `block_size` fills up its hash is appended to hashes().
 // Only the unfinished tail (< block_size tokens) is kept, never the whole sequence.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 #include <deque>
+#include <utility>
 
 #include "core/int_math.h"
 
@@ -50,8 +51,9 @@ ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& confi
   const bool mamba_align = config.has_mamba_align();
   if (options.per_request) res.outcomes.reserve(trace.size());
   const int64_t hash_block = config.resolved_hash_block_size();
-  std::vector<BlockHash> hashes;
-  std::vector<TokenId> tail;
+  std::vector<BlockHash> hashes, next_hashes;
+  std::vector<TokenId> tail, next_tail, firsts, next_firsts;
+  bool have_next = false;
   std::deque<RequestHandle> live;
   auto complete_oldest = [&]() {
     if (live.empty()) return false;
@@ -72,7 +74,20 @@ ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& confi
       trace.PromptTokens(i, tail);
       h = m.AddRequest(tail);
     } else {
-      trace.PromptBlockHashes(i, hash_block, hashes, tail);
+      if (have_next) {  // hashed together with the previous request
+        std::swap(hashes, next_hashes);
+        std::swap(tail, next_tail);
+        have_next = false;
+      } else if (hash_block == 16 && i + 1 < trace.size() &&
+                 trace.PromptBlockFirstTokens(i, 16, firsts, tail) &&
+                 trace.PromptBlockFirstTokens(i + 1, 16, next_firsts, next_tail)) {
+        // Block 16 from hash ids: hash this request and the next one in lockstep, so their
+        // two latency-bound XXH3 chains overlap. Only hashing moves; cache work stays in order.
+        HashConsecutive16Pair(firsts, hashes, next_firsts, next_hashes);
+        have_next = true;
+      } else {
+        trace.PromptBlockHashes(i, hash_block, hashes, tail);
+      }
       h = m.AddRequestWithHashes(hashes, tail);
     }
     int64_t hit;

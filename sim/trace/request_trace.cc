@@ -131,14 +131,41 @@ void RequestTrace::PromptBlockHashes(size_t i, int64_t block_size,
     tail.erase(tail.begin(), tail.begin() + nfull * block_size);
     return;
   }
-  // The unfinished last block, token by token (fewer than block_size).
+  HashIdTail(i, nfull * block_size, tail);  // the unfinished last block
+}
+
+void RequestTrace::HashIdTail(size_t i, int64_t from, std::vector<TokenId>& tail) const {
+  const TraceRecord& r = records_[i];
+  const int64_t bt = r.block_tokens;
   tail.clear();
   const TokenId pad = static_cast<TokenId>(-(static_cast<int64_t>(i % INT32_MAX) + 1));
-  for (int64_t pos = nfull * block_size; pos < r.input_length; ++pos) {
+  for (int64_t pos = from; pos < r.input_length; ++pos) {
     const size_t k = static_cast<size_t>(pos / bt);
     tail.push_back(k < r.count ? static_cast<TokenId>(hash_ids_[r.offset + k] * bt + pos % bt)
                                : pad);
   }
+}
+
+bool RequestTrace::PromptBlockFirstTokens(size_t i, int64_t block_size,
+                                          std::vector<TokenId>& firsts,
+                                          std::vector<TokenId>& tail) const {
+  const TraceRecord& r = records_[i];
+  const int64_t bt = r.block_tokens;
+  if (bt == 0 || bt % block_size != 0) return false;
+  const int64_t nfull = r.input_length / block_size;
+  if (nfull * block_size > static_cast<int64_t>(r.count) * bt) return false;  // padding
+  firsts.resize(static_cast<size_t>(nfull));
+  const int64_t per_id = bt / block_size;
+  int64_t done = 0;
+  for (size_t k = 0; done < nfull; ++k) {
+    const int64_t base = hash_ids_[r.offset + k] * bt;
+    const int64_t nb = std::min(per_id, nfull - done);
+    for (int64_t j = 0; j < nb; ++j)
+      firsts[static_cast<size_t>(done + j)] = static_cast<TokenId>(base + j * block_size);
+    done += nb;
+  }
+  HashIdTail(i, nfull * block_size, tail);
+  return true;
 }
 
 Result<RequestTrace> RequestTrace::ReadFile(const std::string& path, bool skip_bad_lines) {

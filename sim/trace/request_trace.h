@@ -64,6 +64,12 @@ class RequestTrace {
   // `block_size` the tokens are never materialized.
   void PromptBlockHashes(size_t i, int64_t block_size, std::vector<BlockHash>& hashes,
                          std::vector<TokenId>& tail) const;
+  // For a hash-id request whose full blocks of `block_size` are each a run of consecutive
+  // token ids (block_size divides block_tokens, and no full block reaches the padding): the
+  // first token id of every full block in `firsts`, the unfinished last block in `tail`, and
+  // true. False otherwise (then use PromptBlockHashes).
+  bool PromptBlockFirstTokens(size_t i, int64_t block_size, std::vector<TokenId>& firsts,
+                              std::vector<TokenId>& tail) const;
 
   // Appends one request (for generated traces and tests).
   void AddTokens(std::string id, std::span<const TokenId> tokens, double timestamp = 0,
@@ -72,6 +78,9 @@ class RequestTrace {
                   int64_t block_tokens = 512, double timestamp = 0, int64_t output_length = 0);
 
  private:
+  // The tokens of request i from position `from` to the end of its prompt (hash-id form).
+  void HashIdTail(size_t i, int64_t from, std::vector<TokenId>& tail) const;
+
   std::vector<TraceRecord> records_;
   std::vector<TokenId> tokens_;
   std::vector<int64_t> hash_ids_;

@@ -82,6 +82,36 @@ TEST_CASE("Trace block hashes equal hashing the materialized prompt", "[trace][b
       CHECK(got == want);
       const size_t nfull = prompt.size() / static_cast<size_t>(B) * static_cast<size_t>(B);
       CHECK(tail == std::vector<TokenId>(prompt.begin() + static_cast<long>(nfull), prompt.end()));
+      // The per-block first tokens, where the request has them, describe the same blocks.
+      std::vector<TokenId> firsts, tail2;
+      if (t.PromptBlockFirstTokens(i, B, firsts, tail2)) {
+        CHECK(tail2 == tail);
+        REQUIRE(firsts.size() == want.size());
+        for (size_t k = 0; k < firsts.size(); ++k)
+          for (int64_t j = 0; j < B; ++j)
+            REQUIRE(prompt[k * static_cast<size_t>(B) + static_cast<size_t>(j)] ==
+                    firsts[k] + static_cast<TokenId>(j));
+      }
+    }
+  }
+}
+
+TEST_CASE("Two block-16 chains hashed in lockstep equal hashing each alone", "[block_hash]") {
+  RequestTrace t;
+  t.AddHashIds("a", std::vector<int64_t>{0, 5, 9}, 3 * 512 - 7, 512);
+  t.AddHashIds("b", std::vector<int64_t>{0, 6}, 700, 512);
+  t.AddHashIds("c", std::vector<int64_t>{3}, 15, 512);  // no full block
+  std::vector<TokenId> fa, fb, ta, tb;
+  std::vector<BlockHash> ha, hb, want;
+  for (size_t i = 0; i < t.size(); ++i) {
+    for (size_t j = 0; j < t.size(); ++j) {
+      REQUIRE(t.PromptBlockFirstTokens(i, 16, fa, ta));
+      REQUIRE(t.PromptBlockFirstTokens(j, 16, fb, tb));
+      HashConsecutive16Pair(fa, ha, fb, hb);
+      t.PromptBlockHashes(i, 16, want, ta);
+      CHECK(ha == want);
+      t.PromptBlockHashes(j, 16, want, tb);
+      CHECK(hb == want);
     }
   }
 }
