@@ -13,8 +13,6 @@ nlohmann::ordered_json P(const Percentiles& p) {
           {"p99", p.p99},   {"max", p.max}, {"count", p.count}};
 }
 
-std::string G(double v) { return fmt::format("{:.6g}", v); }
-
 }  // namespace
 
 nlohmann::ordered_json SummaryToJson(const RunSummary& s) {
@@ -122,30 +120,32 @@ std::vector<std::string> SweepMetricValues(const Engine& e, const RunSummary& s)
   const KvCachePlan& p = e.plan();
   return {std::to_string(p.attn_block_size),
           std::to_string(p.num_blocks),
-          G(100.0 * p.padding_fraction()),
+          CsvNumber(100.0 * p.padding_fraction()),
           std::to_string(s.requests_finished),
           std::to_string(s.requests_rejected),
-          G(s.prefix_hit_rate),
-          G(s.ttft_ms.mean),
-          G(s.ttft_ms.p50),
-          G(s.ttft_ms.p90),
-          G(s.ttft_ms.p99),
-          G(s.tpot_ms.mean),
-          G(s.tpot_ms.p90),
-          G(s.itl_ms.p50),
-          G(s.itl_ms.p99),
-          G(s.e2e_ms.mean),
-          G(s.e2e_ms.p99),
-          G(s.output_throughput),
-          G(s.total_throughput),
-          G(s.request_throughput),
+          CsvNumber(s.prefix_hit_rate),
+          CsvNumber(s.ttft_ms.mean),
+          CsvNumber(s.ttft_ms.p50),
+          CsvNumber(s.ttft_ms.p90),
+          CsvNumber(s.ttft_ms.p99),
+          CsvNumber(s.tpot_ms.mean),
+          CsvNumber(s.tpot_ms.p90),
+          CsvNumber(s.itl_ms.p50),
+          CsvNumber(s.itl_ms.p99),
+          CsvNumber(s.e2e_ms.mean),
+          CsvNumber(s.e2e_ms.p99),
+          CsvNumber(s.output_throughput),
+          CsvNumber(s.total_throughput),
+          CsvNumber(s.request_throughput),
           std::to_string(s.preemptions),
-          G(s.kv_usage_mean),
-          G(s.kv_usage_max),
-          G(s.padding_bytes_in_use_mean / (1024.0 * 1024.0 * 1024.0)),
-          G(s.makespan_s),
+          CsvNumber(s.kv_usage_mean),
+          CsvNumber(s.kv_usage_max),
+          CsvNumber(s.padding_bytes_in_use_mean / (1024.0 * 1024.0 * 1024.0)),
+          CsvNumber(s.makespan_s),
           std::to_string(s.steps)};
 }
+
+std::string CsvNumber(double v) { return fmt::format("{:.6g}", v); }
 
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;

@@ -25,6 +25,8 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
 const std::vector<std::string>& SweepMetricColumns();
 std::vector<std::string> SweepMetricValues(const Engine& e, const RunSummary& s);
 
+// A number as the sweep CSVs print it (6 significant digits), for engine and cluster rows.
+std::string CsvNumber(double v);
 // One CSV field, quoted when it holds a comma, quote or newline.
 std::string CsvField(const std::string& s);
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "sim/metrics_output.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/trace_export.h"
@@ -16,8 +17,6 @@ namespace kvsim {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Num(double v) { return fmt::format("{:.6g}", v); }
 
 Status WriteText(const fs::path& path, const std::string& text) {
   std::error_code ec;
@@ -73,30 +72,30 @@ std::vector<std::string> ClusterSweepValues(const ClusterSummary& s) {
   return {std::to_string(s.finished),
           std::to_string(s.rejected),
           std::to_string(s.unfinished),
-          Num(s.makespan_s),
-          Num(s.ttft.mean),
-          Num(s.ttft.p90),
-          Num(s.ttft.p99),
-          Num(s.queue.mean),
-          Num(s.prefill.mean),
-          Num(s.transfer.mean),
-          Num(s.first_decode.mean),
-          Num(s.wire.mean),
-          Num(s.tpot.mean),
-          Num(s.e2e.mean),
-          Num(s.output_throughput),
+          CsvNumber(s.makespan_s),
+          CsvNumber(s.ttft.mean),
+          CsvNumber(s.ttft.p90),
+          CsvNumber(s.ttft.p99),
+          CsvNumber(s.queue.mean),
+          CsvNumber(s.prefill.mean),
+          CsvNumber(s.transfer.mean),
+          CsvNumber(s.first_decode.mean),
+          CsvNumber(s.wire.mean),
+          CsvNumber(s.tpot.mean),
+          CsvNumber(s.e2e.mean),
+          CsvNumber(s.output_throughput),
           std::to_string(s.transferred_requests),
           std::to_string(s.bytes),
           std::to_string(s.descriptors),
-          Num(static_cast<double>(s.bytes) / n),
-          Num(static_cast<double>(s.descriptors) / n),
-          Num(s.links.empty() ? 0.0 : s.links.front().utilisation),
-          Num(s.prefill_pool.hit_rate),
-          Num(s.decode_pool.hit_rate),
-          Num(PoolUsageMean(s.prefill_pool)),
-          Num(PoolUsageMax(s.prefill_pool)),
-          Num(PoolUsageMean(s.decode_pool)),
-          Num(PoolUsageMax(s.decode_pool)),
+          CsvNumber(static_cast<double>(s.bytes) / n),
+          CsvNumber(static_cast<double>(s.descriptors) / n),
+          CsvNumber(s.links.empty() ? 0.0 : s.links.front().utilisation),
+          CsvNumber(s.prefill_pool.hit_rate),
+          CsvNumber(s.decode_pool.hit_rate),
+          CsvNumber(PoolUsageMean(s.prefill_pool)),
+          CsvNumber(PoolUsageMax(s.prefill_pool)),
+          CsvNumber(PoolUsageMean(s.decode_pool)),
+          CsvNumber(PoolUsageMax(s.decode_pool)),
           std::to_string(s.prefill_pool.preemptions),
           std::to_string(s.decode_pool.preemptions)};
 }
@@ -107,7 +106,7 @@ std::string ClusterRequestsCsv(const ClusterSim& sim) {
       "queue_ms,prefill_ms,transfer_ms,first_decode_ms,wire_ms,e2e_ms,prefill_hit_tokens,"
       "decode_hit_tokens,transfer_tokens,descriptors,bytes,save_relayout_bytes,"
       "receive_relayout_bytes,status\n";
-  auto ms = [](Tick t) { return Num(TicksToMs(t)); };
+  auto ms = [](Tick t) { return CsvNumber(TicksToMs(t)); };
   for (const PdRecord& r : sim.records()) {
     if (!r.arrived) continue;
     const bool done = r.finish >= 0;
