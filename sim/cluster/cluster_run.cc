@@ -147,8 +147,7 @@ ClusterPointOutput RunClusterScenario(const Scenario& sc, const std::string& lab
   o.ran = true;
   o.summary = cs.Summary();
   o.workload = cs.workload_description();
-  auto setup = BuildClusterSetup(sc);
-  if (setup.ok()) o.report = FormatClusterSetup(sc, setup.value());
+  o.report = FormatClusterSetup(sc, cs.setup());
   o.report += "workload: " + o.workload + "\n" + FormatClusterSummary(o.summary);
   if (!out_dir.empty()) {
     const nlohmann::json m = {{"scenario", sc.name},
