@@ -73,6 +73,17 @@ RequestSpec SyntheticWorkload::NewRequest(Tick arrival, int64_t group, int32_t t
   return r;
 }
 
+RequestSpec SyntheticWorkload::FollowUp(const RequestSpec& parent, int64_t parent_outputs, Tick now,
+                                        double mean_think_s, const LengthDist& new_tokens) {
+  const double think = sessions_.Exponential(mean_think_s);
+  RequestSpec r =
+      NewRequest(now + static_cast<Tick>(std::llround(think * 1e9)), parent.group, parent.turn + 1);
+  r.prompt = parent.prompt;
+  AppendOutput(r.prompt, parent, parent_outputs);
+  AppendRandom(r.prompt, DrawLength(new_tokens, lengths_));
+  return r;
+}
+
 std::optional<RequestSpec> SyntheticWorkload::Next() {
   if (!CanCreate()) return std::nullopt;
   if (config_.duration_s > 0 && next_arrival_s_ > config_.duration_s) return std::nullopt;
@@ -101,23 +112,13 @@ void SyntheticWorkload::OnFinish(const RequestSpec& spec, int64_t num_output_tok
   if (config_.kind == "multi_turn") {
     const int32_t turns = session_turns_[static_cast<size_t>(spec.group)];
     if (spec.turn + 1 >= turns || !CanCreate()) return;
-    const double think = sessions_.Exponential(config_.multi_turn.think_time_s);
-    RequestSpec r = NewRequest(now + static_cast<Tick>(std::llround(think * 1e9)), spec.group,
-                               spec.turn + 1);
-    r.prompt = spec.prompt;
-    AppendOutput(r.prompt, spec, num_output_tokens);
-    AppendRandom(r.prompt, DrawLength(config_.prompt_tokens, lengths_));
-    follow_ups.push_back(std::move(r));
+    follow_ups.push_back(FollowUp(spec, num_output_tokens, now, config_.multi_turn.think_time_s,
+                                  config_.prompt_tokens));
   } else if (config_.kind == "agent_tree") {
     if (spec.turn >= config_.agent_tree.depth) return;
     for (int64_t c = 0; c < config_.agent_tree.branching && CanCreate(); ++c) {
-      const double think = sessions_.Exponential(config_.agent_tree.think_time_s);
-      RequestSpec r = NewRequest(now + static_cast<Tick>(std::llround(think * 1e9)), spec.group,
-                                 spec.turn + 1);
-      r.prompt = spec.prompt;
-      AppendOutput(r.prompt, spec, num_output_tokens);
-      AppendRandom(r.prompt, DrawLength(config_.agent_tree.tool_tokens, lengths_));
-      follow_ups.push_back(std::move(r));
+      follow_ups.push_back(FollowUp(spec, num_output_tokens, now, config_.agent_tree.think_time_s,
+                                    config_.agent_tree.tool_tokens));
     }
   }
 }

@@ -33,6 +33,10 @@ class SyntheticWorkload : public IWorkload {
     return config_.num_requests == 0 || created_ < config_.num_requests;
   }
   RequestSpec NewRequest(Tick arrival, int64_t group, int32_t turn);
+  // The next turn (multi_turn) or child (agent_tree) of `parent`, after an exponential think
+  // time: the parent's prompt, its output tokens, then `new_tokens` fresh ones.
+  RequestSpec FollowUp(const RequestSpec& parent, int64_t parent_outputs, Tick now,
+                       double mean_think_s, const LengthDist& new_tokens);
   void AppendRandom(std::vector<TokenId>& out, int64_t n);
   void AppendSystemPrompt(std::vector<TokenId>& out);
   // Extends `prompt` with the finished request's output tokens.
