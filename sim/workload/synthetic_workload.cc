@@ -22,6 +22,19 @@ int64_t DrawLength(const LengthDist& d, Rng& rng) {
   return n;
 }
 
+std::vector<std::vector<TokenId>> MakeSystemPrompts(const SystemPromptConfig& config, int64_t vocab,
+                                                    uint64_t seed) {
+  std::vector<std::vector<TokenId>> prompts;
+  if (config.tokens <= 0) return prompts;
+  Rng sys = Rng(seed).Fork(5);
+  prompts.resize(static_cast<size_t>(config.count));
+  for (auto& p : prompts) {
+    p.resize(static_cast<size_t>(config.tokens));
+    for (TokenId& t : p) t = static_cast<TokenId>(sys.Below(static_cast<uint64_t>(vocab)));
+  }
+  return prompts;
+}
+
 SyntheticWorkload::SyntheticWorkload(const WorkloadConfig& config, uint64_t seed)
     : config_(config),
       arrivals_(Rng(seed).Fork(1)),
@@ -30,12 +43,7 @@ SyntheticWorkload::SyntheticWorkload(const WorkloadConfig& config, uint64_t seed
       sessions_(Rng(seed).Fork(4)) {
   const SystemPromptConfig& sp = config_.system_prompt;
   if (sp.tokens > 0) {
-    Rng sys = Rng(seed).Fork(5);
-    system_prompts_.resize(static_cast<size_t>(sp.count));
-    for (auto& p : system_prompts_) {
-      p.resize(static_cast<size_t>(sp.tokens));
-      for (TokenId& t : p) t = static_cast<TokenId>(sys.Below(static_cast<uint64_t>(config_.vocab_size)));
-    }
+    system_prompts_ = MakeSystemPrompts(sp, config_.vocab_size, seed);
     zipf_ = std::make_unique<ZipfTable>(sp.count, sp.zipf_s);
   }
 }

@@ -19,6 +19,12 @@
 
 namespace kvsim {
 
+// The run's shared system prompts: `config.count` random sequences of `config.tokens` ids in
+// [0, vocab), drawn from the seed's own stream, so every workload of a seed gets the same
+// ones. Empty when config.tokens is 0.
+std::vector<std::vector<TokenId>> MakeSystemPrompts(const SystemPromptConfig& config, int64_t vocab,
+                                                    uint64_t seed);
+
 class SyntheticWorkload : public IWorkload {
  public:
   SyntheticWorkload(const WorkloadConfig& config, uint64_t seed);

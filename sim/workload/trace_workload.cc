@@ -170,14 +170,8 @@ Result<std::unique_ptr<IWorkload>> TraceWorkload::Open(const WorkloadConfig& con
   std::stable_sort(w->arrivals_.begin(), w->arrivals_.end(),
                    [](const TraceArrival& a, const TraceArrival& b) { return a.time_s < b.time_s; });
   w->format_ = format;
-  const SystemPromptConfig& sp = config.system_prompt;
-  if (format == "azure" && sp.tokens > 0) {
-    Rng sys = Rng(seed).Fork(5);
-    w->system_prompts_.resize(static_cast<size_t>(sp.count));
-    for (auto& p : w->system_prompts_) {
-      p.resize(static_cast<size_t>(sp.tokens));
-      for (TokenId& t : p) t = static_cast<TokenId>(sys.Below(static_cast<uint64_t>(config.vocab_size)));
-    }
+  if (format == "azure") {
+    w->system_prompts_ = MakeSystemPrompts(config.system_prompt, config.vocab_size, seed);
   }
   return std::unique_ptr<IWorkload>(std::move(w));
 }
