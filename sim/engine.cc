@@ -87,6 +87,10 @@ void Engine::Run() {
       case EventKind::kStepEnd:
         OnStepEnd();
         break;
+      case EventKind::kKvReady:
+      case EventKind::kWireStart:
+        KVSIM_CHECK_MSG(false, "a P/D transfer event in a single engine");
+        break;
     }
   }
   metrics_.Lookups(mgr_.stats().requests, mgr_.stats().query_tokens, mgr_.stats().hit_tokens);

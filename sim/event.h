@@ -19,17 +19,25 @@ inline constexpr Tick kTicksPerSecond = 1000 * 1000 * 1000;
 // Kinds of events, in the order they run at equal ticks. Why this order:
 //   kStepEnd first: a step that finishes at t frees blocks and emits tokens before anything
 //     else looks at the engine, so work that arrives at t sees the post-step state;
+//   kKvReady, kWireStart (P/D clusters only, sim/cluster): KV that became usable on a decode
+//     instance at t joins its batch, and transfers whose posting ended at t go on the wire,
+//     before t's arrivals and schedules;
 //   kArrival next: every request that arrives at t is queued before the scheduler runs;
 //   kSchedule last: the scheduler sees all of tick t's arrivals and completions at once.
 enum class EventKind : uint8_t {
   kStepEnd = 0,
-  kArrival = 1,
-  kSchedule = 2,
+  kKvReady = 1,
+  kWireStart = 2,
+  kArrival = 3,
+  kSchedule = 4,
 };
+inline constexpr int kNumEventKinds = 5;
 
 constexpr std::string_view EventKindName(EventKind k) {
   switch (k) {
     case EventKind::kStepEnd: return "step_end";
+    case EventKind::kKvReady: return "kv_ready";
+    case EventKind::kWireStart: return "wire_start";
     case EventKind::kArrival: return "arrival";
     case EventKind::kSchedule: return "schedule";
   }

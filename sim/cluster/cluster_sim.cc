@@ -160,8 +160,8 @@ Status ClusterSim::Init() {
   return Status::Ok();
 }
 
-void ClusterSim::Push(Tick t, Ev kind, int64_t a) {
-  queue_.emplace(std::make_pair(t, std::make_pair(static_cast<int>(kind), seq_++)), Event{kind, a});
+void ClusterSim::Push(Tick t, EventKind kind, int64_t a) {
+  queue_.Push(t, kind, static_cast<uint64_t>(a));
 }
 
 void ClusterSim::PullOpenLoop() {
@@ -175,14 +175,14 @@ void ClusterSim::PullOpenLoop() {
   const Tick t = next->arrival;
   specs_[id] = std::move(*next);
   // Open-loop arrivals carry a flag so that handling one pulls the next.
-  Push(t, Ev::kArrival, id | (int64_t{1} << 62));
+  Push(t, EventKind::kArrival, id | (int64_t{1} << 62));
 }
 
 void ClusterSim::RequestSchedule(int i) {
   Instance& in = *inst_[static_cast<size_t>(i)];
   if (in.step_in_flight || in.schedule_pending) return;
   in.schedule_pending = true;
-  Push(now_, Ev::kSchedule, i);
+  Push(now_, EventKind::kSchedule, i);
 }
 
 std::vector<BlockHash> ClusterSim::RouteHashes(const RequestSpec& spec) const {
@@ -216,9 +216,9 @@ void ClusterSim::Run() {
   PullOpenLoop();
   for (;;) {
     const auto flow = net_.NextCompletion();
-    const bool have_ev = !queue_.empty();
-    if (!flow && !have_ev) break;
-    const Tick t_ev = have_ev ? queue_.begin()->first.first : std::numeric_limits<Tick>::max();
+    const std::optional<Event> next = queue_.Peek();
+    if (!flow && !next) break;
+    const Tick t_ev = next ? next->tick : std::numeric_limits<Tick>::max();
     const Tick t = flow ? std::min(flow->first, t_ev) : t_ev;
     if (stop_at_ >= 0 && t > stop_at_) {
       now_ = stop_at_;
@@ -235,17 +235,17 @@ void ClusterSim::Run() {
       }
       continue;
     }
-    const Event e = queue_.begin()->second;
-    queue_.erase(queue_.begin());
+    const Event e = *queue_.Pop();
+    const int64_t target = static_cast<int64_t>(e.payload);  // instance or request id
     switch (e.kind) {
-      case Ev::kArrival: {
-        const bool open = (e.a >> 62) != 0;
-        OnArrival(e.a & ~(int64_t{1} << 62));
+      case EventKind::kArrival: {
+        const bool open = (target >> 62) != 0;
+        OnArrival(target & ~(int64_t{1} << 62));
         if (open) PullOpenLoop();
         break;
       }
-      case Ev::kSchedule: {
-        Instance& in = *inst_[static_cast<size_t>(e.a)];
+      case EventKind::kSchedule: {
+        Instance& in = *inst_[static_cast<size_t>(target)];
         in.schedule_pending = false;
         if (in.step_in_flight || (in.state.running.empty() && in.state.waiting.empty())) break;
         Schedule(in.params, in.state, in.adapter, in.step);
@@ -259,7 +259,7 @@ void ClusterSim::Run() {
             in.mgr.RemoveRequest(head->kv_handle);
             in.live.erase(id);
             Reject(id);
-            RequestSchedule(static_cast<int>(e.a));
+            RequestSchedule(static_cast<int>(target));
           }
           in.Integrate(now_);
           break;
@@ -282,11 +282,11 @@ void ClusterSim::Run() {
         in.step_in_flight = true;
         ++in.steps;
         in.Integrate(now_);
-        Push(now_ + in.cost.StepNanos(), Ev::kStepEnd, e.a);
+        Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, target);
         break;
       }
-      case Ev::kStepEnd: {
-        const int i = static_cast<int>(e.a);
+      case EventKind::kStepEnd: {
+        const int i = static_cast<int>(target);
         Instance& in = *inst_[static_cast<size_t>(i)];
         in.step_in_flight = false;
         if (trace_) {
@@ -353,11 +353,11 @@ void ClusterSim::Run() {
         RequestSchedule(i);
         break;
       }
-      case Ev::kWireStart:
-        OnWireStart(e.a);
+      case EventKind::kWireStart:
+        OnWireStart(target);
         break;
-      case Ev::kKvReady:
-        OnKvReady(e.a);
+      case EventKind::kKvReady:
+        OnKvReady(target);
         break;
     }
   }
@@ -512,7 +512,7 @@ void ClusterSim::TryReserve(int d) {
     const Tick save = tm.SaveRelayoutNs(t.cost);
     const Tick post = tm.PostingNs(t.cost);
     t.post_end = now_ + save + post;
-    Push(tm.overlap_posting ? now_ + save : t.post_end, Ev::kWireStart, id);
+    Push(tm.overlap_posting ? now_ + save : t.post_end, EventKind::kWireStart, id);
   }
 }
 
@@ -543,7 +543,7 @@ void ClusterSim::OnWireEnd(int64_t flow) {
   const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
   const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
   const Tick delivered = std::max(now_, tm.overlap_posting ? t.post_end : now_);
-  Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), Ev::kKvReady, id);
+  Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), EventKind::kKvReady, id);
 }
 
 void ClusterSim::OnKvReady(int64_t id) {
@@ -587,7 +587,7 @@ void ClusterSim::EndForWorkload(int64_t id, int64_t output_tokens) {
     const int64_t fid = f.id;
     const Tick at = f.arrival;
     specs_[fid] = std::move(f);
-    Push(at, Ev::kArrival, fid);
+    Push(at, EventKind::kArrival, fid);
   }
 }
 

@@ -38,6 +38,7 @@
 #include "sim/cluster/flow_network.h"
 #include "sim/cluster/router.h"
 #include "sim/event.h"
+#include "sim/event_queue.h"
 #include "sim/metrics.h"
 #include "sim/scenario/scenario.h"
 #include "sim/trace_export.h"
@@ -129,15 +130,11 @@ class ClusterSim {
  private:
   class Instance;
   struct Transfer;
-  enum class Ev : int { kStepEnd = 0, kKvReady = 1, kWireStart = 2, kArrival = 3, kSchedule = 4 };
-  struct Event {
-    Ev kind;
-    int64_t a = 0;  // instance index (global) or request id
-  };
 
   ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload);
   Status Init();
-  void Push(Tick t, Ev kind, int64_t a);
+  // Events carry an instance index (global) or a request id.
+  void Push(Tick t, EventKind kind, int64_t a);
   void PullOpenLoop();
   void OnArrival(int64_t id);
   void OnPrefillDone(int p, int64_t id);
@@ -165,8 +162,7 @@ class ClusterSim {
   std::unique_ptr<Router> prefill_router_;
   std::unique_ptr<Router> decode_router_;
   FlowNetwork net_;
-  std::map<std::pair<Tick, std::pair<int, uint64_t>>, Event> queue_;
-  uint64_t seq_ = 0;
+  EventQueue queue_;
   std::map<int64_t, RequestSpec> specs_;  // live requests' specs (prompts)
   std::map<int64_t, Transfer> transfers_;  // by request id
   std::map<int64_t, int64_t> flow_to_request_;

@@ -52,7 +52,7 @@ TEST_CASE("property: a random push sequence pops sorted by EventOrder") {
   std::vector<Event> pushed;
   for (int i = 0; i < 2000; ++i) {
     const Tick t = static_cast<Tick>(rng() % 50);
-    const auto k = static_cast<EventKind>(rng() % 3);
+    const auto k = static_cast<EventKind>(rng() % kNumEventKinds);
     const uint64_t seq = q.Push(t, k, static_cast<uint64_t>(i));
     pushed.push_back({t, k, seq, static_cast<uint64_t>(i)});
   }
