@@ -262,13 +262,17 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
     w.prompt_tokens = ParseLength(r, "prompt_tokens", w.prompt_tokens,
                                   "unique prompt tokens per request (user message)");
     w.output_tokens = ParseLength(r, "output_tokens", w.output_tokens, "output tokens");
-    w.vocab_size = r.Int("vocab_size", w.vocab_size, "token ids are drawn from [0, vocab)", 2);
-    ConfigReader sp = r.Map("system_prompt", "shared system prompts prepended to every prompt");
-    w.system_prompt.tokens = sp.Int("tokens", 0, "tokens per system prompt (0 = none)", 0);
-    w.system_prompt.count = sp.Int("count", 1, "distinct system prompts", 1, 1 << 20);
-    w.system_prompt.zipf_s = sp.Double("zipf_s", 0, "Zipf skew of prompt popularity", 0, 10);
-    sp.Finish();
   }
+  // Synthetic workloads, and Azure CSV traces (which carry lengths only), draw token ids
+  // and may put shared system prompts in front of every prompt.
+  w.vocab_size = r.Int("vocab_size", w.vocab_size, "token ids are drawn from [0, vocab)", 2);
+  ConfigReader sp = r.Map("system_prompt",
+                          "shared system prompts prepended to every prompt (synthetic "
+                          "workloads and Azure CSV traces)");
+  w.system_prompt.tokens = sp.Int("tokens", 0, "tokens per system prompt (0 = none)", 0);
+  w.system_prompt.count = sp.Int("count", 1, "distinct system prompts", 1, 1 << 20);
+  w.system_prompt.zipf_s = sp.Double("zipf_s", 0, "Zipf skew of prompt popularity", 0, 10);
+  sp.Finish();
   if (w.kind == "multi_turn" || all) {
     ConfigReader m = r.Map("multi_turn", "sessions: each turn extends the conversation so far");
     w.multi_turn.turns = ParseLength(m, "turns", w.multi_turn.turns, "turns per session");

@@ -170,6 +170,11 @@ Result<std::unique_ptr<IWorkload>> TraceWorkload::Open(const WorkloadConfig& con
   std::stable_sort(w->arrivals_.begin(), w->arrivals_.end(),
                    [](const TraceArrival& a, const TraceArrival& b) { return a.time_s < b.time_s; });
   w->format_ = format;
+  if (format != "azure" && config.system_prompt.tokens > 0) {
+    return Status::Error("bad_value",
+                         path + ": workload.system_prompt applies to Azure CSV traces only; a " +
+                             format + " trace carries its own prompt tokens");
+  }
   if (format == "azure") {
     w->system_prompts_ = MakeSystemPrompts(config.system_prompt, config.vocab_size, seed);
   }

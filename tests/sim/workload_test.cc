@@ -2,7 +2,10 @@
 // trees, and the Azure CSV reader.
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "sim/scenario/sim_sections.h"
@@ -176,6 +179,44 @@ TEST_CASE("azure csv: arrivals relative to the first, lengths, clear errors") {
   auto bad = ParseAzureCsv("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16,1\n", "y.csv");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("y.csv:2") != std::string::npos);
+}
+
+TEST_CASE("azure trace: the optional system prompt leads every prompt; JSONL traces refuse it") {
+  const std::string dir = std::filesystem::temp_directory_path() / "kvsim_azure_sys";
+  std::filesystem::create_directories(dir);
+  const std::string csv = dir + "/a.csv";
+  std::ofstream(csv) << "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                        "2023-11-16 18:17:03.5000000,40,10\n"
+                        "2023-11-16 18:17:04.0000000,30,8\n"
+                        "2023-11-16 18:17:05.0000000,20,3\n";
+  WorkloadConfig c;
+  c.kind = "trace";
+  c.trace.path = csv;
+  c.trace.required = true;
+  c.system_prompt.tokens = 64;
+  c.system_prompt.count = 1;
+  auto w = MakeWorkload(c, 7, nullptr);
+  REQUIRE(w.ok());
+  const auto reqs = Drain(*w.value());
+  REQUIRE(reqs.size() == 3);
+  CHECK(reqs[0].prompt.size() == 64 + 40);
+  CHECK(reqs[2].prompt.size() == 64 + 20);
+  for (const auto& r : reqs) {
+    CHECK(std::equal(r.prompt.begin(), r.prompt.begin() + 64, reqs[0].prompt.begin()));
+  }
+  // Without a system prompt nothing is shared up front.
+  c.system_prompt.tokens = 0;
+  auto plain = MakeWorkload(c, 7, nullptr);
+  REQUIRE(plain.ok());
+  CHECK(Drain(*plain.value())[0].prompt.size() == 40);
+
+  const std::string jsonl = dir + "/t.jsonl";
+  std::ofstream(jsonl) << "{\"id\": 1, \"tokens\": [1, 2, 3], \"timestamp\": 0}\n";
+  c.trace.path = jsonl;
+  c.system_prompt.tokens = 64;
+  auto refused = MakeWorkload(c, 7, nullptr);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("Azure CSV traces only") != std::string::npos);
 }
 
 TEST_CASE("missing trace: an error when required, a noted fallback otherwise") {
