@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kvsim needs, skipping what is already present.
 # Idempotent: a second run with everything installed does nothing but check.
+# Usage: install-deps.sh [--slurm]
 # Catch2 v3 only exists in bookworm-backports. When it is missing, this script adds a
 # backports source built from the machine's own Debian source entry (its URIs line), so the
 # repository never names a package host itself.
@@ -14,6 +15,11 @@ packages=(
   libbenchmark-dev libxxhash-dev
   xvfb xauth libgl1-mesa-dri python3-matplotlib
 )
+# --slurm: also a one-node Slurm (munge, slurmctld, slurmd), for the `slurm` test label
+# (tests/cli/slurm_test.sh starts and stops its own daemons; nothing is enabled as a service).
+if [ "${1:-}" = "--slurm" ]; then
+  packages+=(munge slurmctld slurmd slurm-client)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

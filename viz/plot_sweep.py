@@ -33,7 +33,7 @@ LABELS = {
     "padding_gib_in_use": "padding in use (GiB)",
     "preemptions": "preemptions",
 }
-FIXED = ["point", "status"]
+FIXED = ["point", "status", "sweep_id", "sweep_points"]
 
 
 def as_number(s):

@@ -79,6 +79,8 @@ std::vector<int> SweepTable::KeyColumns() const {
 std::vector<int> SweepTable::MetricColumns() const {
   std::vector<int> out;
   for (size_t i = 0; i < columns.size(); ++i) {
+    // The sweep's identity columns are bookkeeping, not metrics to plot.
+    if (columns[i] == "sweep_id" || columns[i] == "sweep_points") continue;
     if (!is_key[i] && numeric[i]) out.push_back(static_cast<int>(i));
   }
   return out;

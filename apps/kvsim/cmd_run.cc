@@ -55,6 +55,7 @@ void RunRun(const RunArgs& a) {
   auto first = ParseScenario(points->front().tree, source);
   if (!first.ok()) return (void)ReportError(first.status(), a.json);
   const bool many = points->size() > 1;
+  const SweepIdentity sweep = IdentifySweep(tree.value(), static_cast<int64_t>(points->size()));
   auto point_options = [&](const SweepPoint& p) {
     PointOptions po;
     if (!a.out_dir.empty()) {
@@ -71,7 +72,7 @@ void RunRun(const RunArgs& a) {
   }
   if (first->cluster.enabled) {  // P/D cluster: sim/cluster/cluster_run.h
     ExitCode() = RunClusterPoints(points.value(), source,
-                                  {a.out_dir, a.json, a.jobs, point_options}, std::cout,
+                                  {a.out_dir, a.json, a.jobs, point_options, sweep}, std::cout,
                                   std::cerr);
     return;
   }
@@ -111,7 +112,7 @@ void RunRun(const RunArgs& a) {
   if (!a.out_dir.empty() && many) {
     std::ofstream f(std::filesystem::path(a.out_dir) / "summary.csv", std::ios::binary);
     f << SweepCsvHeader(SweepKeys(tree.value()).value(), /*cluster=*/false) << "\n";
-    for (const auto& [idx, r] : results) f << SweepCsvRow(r, /*cluster=*/false) << "\n";
+    for (const auto& [idx, r] : results) f << SweepCsvRow(r, /*cluster=*/false, sweep) << "\n";
   }
   // When every point failed there is no table to show: report the first error instead.
   if (!results.empty() && std::all_of(results.begin(), results.end(),

@@ -1,15 +1,19 @@
-// kvsim sweep SCENARIO [--set k=v]... [-j N] [--shard K/N] [-o DIR] [--per-point]
+// kvsim sweep SCENARIO [--set k=v]... [-j N] [--shard K/N|slurm] [-o DIR] [--per-point]
+//             [--count] [--force]
 // Runs every point of the scenario's `sweep:` block and writes DIR/sweep.csv (one row per
-// point). Interrupted sweeps resume from DIR's journal when rerun with the same arguments;
-// `--shard K/N` runs the points with index % N == K (0-based, for Slurm job arrays:
-// --shard ${SLURM_ARRAY_TASK_ID}/N) into DIR/sweep.shard-K-of-N.csv; `kvsim merge` joins
-// the shard files. A scenario with a `cluster:` section sweeps a P/D cluster (one row of
+// point). Interrupted sweeps resume from DIR's journal when rerun with the same arguments,
+// and a rerun of a finished sweep or shard skips the points already in its CSV;
+// `--shard K/N` runs the points with index % N == K (0-based) into
+// DIR/sweep.shard-K-of-N.csv, and `--shard slurm` takes K and N from a Slurm job array's
+// environment (scripts/slurm/); `kvsim merge` joins the shard files. `--count` prints the
+// number of points and exits. A scenario with a `cluster:` section sweeps a P/D cluster (one row of
 // cluster metrics per point, sim/cluster/cluster_run.h).
 // Exit code: 0 when every point ran; 1 when some points failed (their rows say why, and the
 // last stderr line counts them); 2 for bad input (flags, scenario, journal of another sweep).
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "apps/kvsim/commands.h"
@@ -26,6 +30,8 @@ struct SweepArgs {
   std::string shard;
   int jobs = 1;
   bool per_point = false;
+  bool count = false;
+  bool force = false;
   int64_t max_points = 0;
 };
 
@@ -38,18 +44,12 @@ void RunSweepCmd(const SweepArgs& a) {
   o.out_dir = a.out_dir;
   o.per_point_outputs = a.per_point;
   o.max_points = a.max_points;
+  o.force = a.force;
   o.progress_bar = ::isatty(STDERR_FILENO) != 0;
   if (!a.shard.empty()) {
-    int k = -1, n = -1;
-    char extra = 0;
-    if (std::sscanf(a.shard.c_str(), "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 0 ||
-        k >= n) {
-      return (void)ReportError(
-          Status::Error("bad_shard", "--shard " + a.shard + ": expected K/N with 0 <= K < N"),
-          false);
-    }
-    o.shard_k = k;
-    o.shard_n = n;
+    Status s = ParseShard(a.shard, [](const char* name) { return std::getenv(name); },
+                          &o.shard_k, &o.shard_n);
+    if (!s.ok()) return (void)ReportError(s, false);
   }
   LoadOptions opts{a.scenario.scenario, a.scenario.sets};
   auto tree = LoadScenarioTree(opts);
@@ -57,6 +57,10 @@ void RunSweepCmd(const SweepArgs& a) {
   // Catch scenario errors (typos, bad values) once, up front, on the first point.
   auto points = ExpandSweep(tree.value());
   if (!points.ok()) return (void)ReportError(points.status(), false);
+  if (a.count) {
+    std::cout << points->size() << "\n";
+    return;
+  }
   auto first = ParseScenario(points->front().tree, a.scenario.scenario);
   if (!first.ok()) return (void)ReportError(first.status(), false);
   if (Status w = CheckWorkload(first->sim.workload); !w.ok()) return (void)ReportError(w, false);
@@ -78,11 +82,16 @@ void RegisterSweep(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "sweep", "run a scenario's sweep: block into a resumable CSV (one row per point)");
   AddScenarioArgs(cmd, &args.scenario);
-  cmd->add_option("-o,--out", args.out_dir, "output directory (sweep.csv, journal)");
+  cmd->add_option("-o,--out", args.out_dir, "output directory (sweep.csv, journal)")
+      ->capture_default_str();
   cmd->add_option("-j,--jobs", args.jobs, "points run in parallel threads")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--shard", args.shard, "run slice K of N (0-based): points with index % N == K")
-      ->type_name("K/N");
+  cmd->add_option("--shard", args.shard,
+                  "run slice K of N (0-based): points with index % N == K; `slurm` reads K and "
+                  "N from the job array's environment")
+      ->type_name("K/N|slurm");
+  cmd->add_flag("--count", args.count, "print the number of points and exit");
+  cmd->add_flag("--force", args.force, "replace a sweep CSV in DIR that holds another sweep");
   cmd->add_flag("--per-point", args.per_point,
                 "also write DIR/points/NNNN/metrics.json and requests.csv");
   cmd->add_option("--max-points", args.max_points,

@@ -190,7 +190,7 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
   int64_t failed = 0;
   for (const auto& [idx, r] : results) {
     const std::string label = SweepPoint{idx, r.labels, {}}.Label();
-    csv += SweepCsvRow(r, /*cluster=*/true) + "\n";
+    csv += SweepCsvRow(r, /*cluster=*/true, o.sweep) + "\n";
     if (!r.status.ok()) {
       ++failed;
       err << "kvsim: error" << (many ? " (point " + label + ")" : "") << ": "

@@ -47,6 +47,7 @@ struct ClusterRunOptions {
   int jobs = 1;         // points in parallel
   // Per-point output paths (metrics.json/requests.csv directory, trace file).
   std::function<PointOptions(const SweepPoint&)> point_options;
+  SweepIdentity sweep;  // the identity columns of summary.csv
 };
 
 // Runs every point (`kvsim run`). Returns the exit code: 0; 1 when some points of a sweep

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -22,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-uint64_t Fnv1a(const std::string& s) {
+uint64_t Fnv1a(const std::string& s) {  // the journal's fingerprint
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) {
     h ^= c;
@@ -165,10 +167,12 @@ std::string SweepCsvHeader(const std::vector<std::string>& keys, bool cluster) {
   for (const auto& c : cluster ? ClusterSweepColumns() : SweepMetricColumns()) {
     header.push_back(c);
   }
+  header.push_back("sweep_id");
+  header.push_back("sweep_points");
   return JoinCsv(header);
 }
 
-std::string SweepCsvRow(const PointResult& r, bool cluster) {
+std::string SweepCsvRow(const PointResult& r, bool cluster, const SweepIdentity& sweep) {
   std::vector<std::string> fields = {std::to_string(r.index)};
   for (const auto& [k, v] : r.labels) fields.push_back(v);
   if (r.status.ok()) {
@@ -183,6 +187,8 @@ std::string SweepCsvRow(const PointResult& r, bool cluster) {
     const size_t ncols = (cluster ? ClusterSweepColumns() : SweepMetricColumns()).size();
     fields.resize(1 + r.labels.size() + 1 + ncols);
   }
+  fields.push_back(sweep.id);
+  fields.push_back(std::to_string(sweep.points));
   return JoinCsv(fields);
 }
 
@@ -216,6 +222,76 @@ std::string SweepCsvPath(const SweepOptions& o) {
       .string();
 }
 
+namespace {
+
+// A non-negative integer from Slurm's environment, or -1 when unset or not a number.
+int64_t SlurmNumber(const std::function<const char*(const char*)>& getenv, const char* name) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  return (*end == '\0' && x >= 0 && x < (1LL << 31)) ? x : -1;
+}
+
+// Holds an exclusive flock on a file for as long as it lives.
+class FileLock {
+ public:
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  Status Acquire(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Status::Error("io_error", path + ": cannot open the lock file");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      return Status::Error("shard_busy", path + ": another kvsim process is running this "
+                                                "sweep (or shard) into the same directory");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+Status ParseShard(const std::string& spec, const std::function<const char*(const char*)>& getenv,
+                  int* shard_k, int* shard_n) {
+  if (spec == "slurm") {
+    const int64_t id = SlurmNumber(getenv, "SLURM_ARRAY_TASK_ID");
+    const int64_t lo = SlurmNumber(getenv, "SLURM_ARRAY_TASK_MIN");
+    const int64_t hi = SlurmNumber(getenv, "SLURM_ARRAY_TASK_MAX");
+    const int64_t count = SlurmNumber(getenv, "SLURM_ARRAY_TASK_COUNT");
+    int64_t step = SlurmNumber(getenv, "SLURM_ARRAY_TASK_STEP");
+    if (step < 1) step = 1;
+    if (id < 0 || lo < 0 || hi < lo || count < 1) {
+      return Status::Error("bad_shard",
+                           "--shard slurm: SLURM_ARRAY_TASK_ID, _MIN, _MAX and _COUNT must be "
+                           "set (run it as a task of an sbatch --array job)");
+    }
+    // A list such as --array=0,3,7 has no single step: shard numbers would have gaps.
+    if ((hi - lo) % step != 0 || (hi - lo) / step + 1 != count || (id - lo) % step != 0 ||
+        id > hi || id < lo) {
+      return Status::Error(
+          "bad_shard", fmt::format("--shard slurm: array task {} of {}-{} step {} with {} tasks "
+                                   "is not an evenly spaced range; use --array=A-B[:S]",
+                                   id, lo, hi, step, count));
+    }
+    *shard_k = static_cast<int>((id - lo) / step);
+    *shard_n = static_cast<int>(count);
+    return Status::Ok();
+  }
+  int k = -1, n = -1;
+  char extra = 0;
+  if (std::sscanf(spec.c_str(), "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 0 || k >= n) {
+    return Status::Error("bad_shard",
+                         "--shard " + spec + ": expected K/N with 0 <= K < N, or slurm");
+  }
+  *shard_k = k;
+  *shard_n = n;
+  return Status::Ok();
+}
+
 Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOptions& o,
                 std::ostream& log, SweepTally* tally_out) {
   if (o.shard_n < 1 || o.shard_k < 0 || o.shard_k >= o.shard_n) {
@@ -237,6 +313,7 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   for (auto& p : all.value()) {
     if (p.index % o.shard_n == o.shard_k) mine.push_back(std::move(p));
   }
+  const SweepIdentity identity = IdentifySweep(tree, static_cast<int64_t>(all->size()));
   const std::string header_line = SweepCsvHeader(keys.value(), cluster) + "\n";
   const size_t status_field = 1 + keys->size();
 
@@ -247,9 +324,34 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   const std::string journal = csv + ".journal";
   const std::string fingerprint = fmt::format(
       "# kvsim sweep journal {:016x} shard {}/{}\n", Fnv1a(ToYaml(tree)), o.shard_k, o.shard_n);
+  FileLock lock;
+  if (Status s = lock.Acquire(csv + ".lock"); !s.ok()) return s;
 
-  // Resume: rows already in the journal (complete lines only).
   std::map<int64_t, std::string> rows;
+  // A finished CSV of this sweep (a rerun of a finished shard): its points are done. A CSV
+  // of another sweep is not overwritten without --force.
+  if (fs::exists(csv) && !o.force) {
+    std::ifstream f(csv, std::ios::binary);
+    std::string line;
+    std::getline(f, line);
+    bool same = line + "\n" == header_line;
+    std::map<int64_t, std::string> done;
+    const std::string tail = "," + identity.id + "," + std::to_string(identity.points);
+    while (same && std::getline(f, line)) {
+      if (line.empty()) continue;
+      same = line.size() > tail.size() &&
+             line.compare(line.size() - tail.size(), tail.size(), tail) == 0 && RowIndex(line) >= 0;
+      if (same) done[RowIndex(line)] = line;
+    }
+    if (!same) {
+      return Status::Error("sweep_exists",
+                           csv + ": holds the results of another sweep (scenario, overrides or "
+                                 "columns differ); use another -o, or --force to replace it");
+    }
+    log << fmt::format("sweep: {} of {} points already in {}\n", done.size(), mine.size(), csv);
+    rows = std::move(done);
+  }
+  // Resume: rows already in the journal (complete lines only).
   if (fs::exists(journal)) {
     std::ifstream f(journal, std::ios::binary);
     std::stringstream ss;
@@ -304,7 +406,7 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
       },
       [&](PointResult&& r) {
         CheckPointKind(r, cluster);
-        const std::string line = SweepCsvRow(r, cluster) + "\n";
+        const std::string line = SweepCsvRow(r, cluster, identity) + "\n";
         if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
             ::fsync(fd) != 0) {
           io = Status::Error("io_error", journal + ": append failed");
@@ -367,9 +469,12 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
 }
 
 Status MergeSweepCsvs(const std::vector<std::string>& inputs, const std::string& out,
-                      std::ostream& log) {
+                      std::ostream& log, bool allow_missing) {
   if (inputs.empty()) return Status::Error("bad_args", "merge: no input CSVs");
   std::string header;
+  size_t id_field = 0;  // the sweep_id column (sweep_points follows it)
+  std::string sweep_id, first_file;
+  int64_t sweep_points = -1;
   std::map<int64_t, std::string> rows;
   for (const auto& in : inputs) {
     std::ifstream f(in, std::ios::binary);
@@ -379,17 +484,48 @@ Status MergeSweepCsvs(const std::vector<std::string>& inputs, const std::string&
     while (std::getline(f, line)) {
       ++lineno;
       if (lineno == 1) {
-        if (header.empty()) header = line;
+        if (header.empty()) {
+          header = line;
+          const std::vector<std::string> cols = SplitCsv(line);
+          const auto it = std::find(cols.begin(), cols.end(), "sweep_id");
+          if (it == cols.end() || it + 1 == cols.end() || *(it + 1) != "sweep_points") {
+            return Status::Error("bad_merge", in + ": no sweep_id/sweep_points columns; not a "
+                                                   "CSV written by kvsim sweep");
+          }
+          id_field = static_cast<size_t>(it - cols.begin());
+        }
         if (line != header) {
-          return Status::Error("bad_merge", in + ": header differs from " + inputs[0] +
-                                                "'s; shards of one sweep share their columns");
+          return Status::Error("foreign_shard",
+                               in + ": header differs from " + inputs[0] +
+                                   "'s; shards of one sweep share their columns");
         }
         continue;
       }
       if (line.empty()) continue;
       const int64_t idx = RowIndex(line);
-      if (idx < 0) {
+      const std::vector<std::string> fields = SplitCsv(line);
+      if (idx < 0 || fields.size() != id_field + 2) {
         return Status::Error("bad_merge", fmt::format("{}:{}: not a sweep row", in, lineno));
+      }
+      char* end = nullptr;
+      const long long points = std::strtoll(fields[id_field + 1].c_str(), &end, 10);
+      if (sweep_id.empty()) {
+        sweep_id = fields[id_field];
+        sweep_points = points;
+        first_file = in;
+      }
+      if (fields[id_field] != sweep_id || points != sweep_points) {
+        return Status::Error(
+            "foreign_shard",
+            fmt::format("{}:{}: row of sweep {} ({} points), but {} holds sweep {} ({} points); "
+                        "these shards come from different sweeps (scenario or --set differ)",
+                        in, lineno, fields[id_field], points, first_file, sweep_id,
+                        sweep_points));
+      }
+      if (idx >= sweep_points) {
+        return Status::Error("bad_merge", fmt::format("{}:{}: point {} is beyond the sweep's {} "
+                                                      "points",
+                                                      in, lineno, idx, sweep_points));
       }
       auto [it, inserted] = rows.emplace(idx, line);
       if (!inserted && it->second != line) {
@@ -399,20 +535,27 @@ Status MergeSweepCsvs(const std::vector<std::string>& inputs, const std::string&
       }
     }
   }
-  std::string text = header + "\n";
-  int64_t expect = 0;
   std::vector<int64_t> missing;
-  for (const auto& [idx, line] : rows) {
-    while (expect < idx) missing.push_back(expect++);
-    expect = idx + 1;
-    text += line + "\n";
+  for (int64_t i = 0; i < std::max<int64_t>(sweep_points, 0); ++i) {
+    if (!rows.count(i)) missing.push_back(i);
   }
+  if (sweep_points < 0) missing.push_back(0);  // no rows at all
   if (!missing.empty()) {
     std::string m;
     for (size_t i = 0; i < missing.size() && i < 20; ++i) m += " " + std::to_string(missing[i]);
-    log << fmt::format("merge: warning: {} point(s) missing:{}{}\n", missing.size(), m,
-                       missing.size() > 20 ? " ..." : "");
+    const std::string what =
+        sweep_points < 0 ? std::string("no rows in the input CSVs")
+                         : fmt::format("{} of {} point(s) missing:{}{}", missing.size(),
+                                       sweep_points, m, missing.size() > 20 ? " ..." : "");
+    if (!allow_missing) {
+      return Status::Error("missing_points",
+                           "merge: " + what + " (a shard failed or has not run; rerun it, or "
+                                              "--allow-missing to write the rest)");
+    }
+    log << "merge: warning: " << what << "\n";
   }
+  std::string text = header + "\n";
+  for (const auto& [idx, line] : rows) text += line + "\n";
   if (Status s = WriteFileAtomically(out, text); !s.ok()) return s;
   log << fmt::format("merge: {} rows from {} file(s) -> {}\n", rows.size(), inputs.size(), out);
   return Status::Ok();

@@ -60,10 +60,10 @@ void CheckPointKind(PointResult& r, bool cluster);
 
 // The sweep CSV's header line (no newline) for these sweep keys, and one point's row (no
 // newline): point index, the label values, "ok" or "error: <message>", the metric values
-// (empty fields on error). `kvsim sweep` writes these rows and `kvsim run -o` the same ones
-// in summary.csv.
+// (empty fields on error), then the sweep's identity (sweep_id, sweep_points). `kvsim sweep`
+// writes these rows and `kvsim run -o` the same ones in summary.csv.
 std::string SweepCsvHeader(const std::vector<std::string>& keys, bool cluster);
-std::string SweepCsvRow(const PointResult& r, bool cluster);
+std::string SweepCsvRow(const PointResult& r, bool cluster, const SweepIdentity& sweep);
 
 // Runs `points` on `jobs` threads, calling `done` (under a lock) as each finishes.
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
@@ -79,7 +79,15 @@ struct SweepOptions {
   bool progress_bar = false;       // a TTY progress bar (else plain lines)
   int64_t max_points = 0;          // stop after this many new points (0 = all); the journal
                                    // keeps them and the next run resumes (time-boxed jobs)
+  bool force = false;              // replace a CSV in out_dir that holds another sweep
 };
+
+// `--shard SPEC`: "K/N" (0-based), or "slurm", which reads the job array's task id and
+// size from Slurm's environment (SLURM_ARRAY_TASK_ID/_MIN/_MAX/_STEP/_COUNT), so arrays
+// numbered from 0 or from 1 (or any start and step) give shards 0..N-1. `getenv` is the
+// environment to read (tests pass their own).
+Status ParseShard(const std::string& spec, const std::function<const char*(const char*)>& getenv,
+                  int* shard_k, int* shard_n);
 
 // The CSV file a sweep (or shard) writes into out_dir.
 std::string SweepCsvPath(const SweepOptions& o);
@@ -92,15 +100,21 @@ struct SweepTally {
   bool complete = false;              // the CSV was written (false after --max-points)
 };
 
-// Runs the sweep; progress and notes go to `log`. Returns the status of the sweep itself
+// Runs the sweep; progress and notes go to `log`. A shard that finds its finished CSV in
+// out_dir skips the points already there (a rerun of a Slurm array task redoes nothing);
+// a CSV of another sweep is refused unless options.force. A lock file (<csv>.lock, flock)
+// refuses a second process running the same shard into the same directory. Returns the status of the sweep itself
 // (I/O, bad sweep block, point 0's scenario, journal mismatch); failed points are rows, not
 // errors: they are counted in `tally` (optional) and the last log line says how many.
 Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOptions& options,
                 std::ostream& log, SweepTally* tally = nullptr);
 
 // `kvsim merge`: joins shard CSVs into `out` (same header; rows by point index; duplicates
-// must agree). Reports missing point indices in `log`.
+// must agree). Strict: every row must carry the same sweep_id (a shard of another sweep is a
+// "foreign_shard" error naming its file) and every point 0..sweep_points-1 must be present
+// ("missing_points", naming them, nothing written) unless allow_missing, which writes what
+// there is and warns in `log`.
 Status MergeSweepCsvs(const std::vector<std::string>& inputs, const std::string& out,
-                      std::ostream& log);
+                      std::ostream& log, bool allow_missing = false);
 
 }  // namespace kvsim

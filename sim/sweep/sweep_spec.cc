@@ -1,5 +1,7 @@
 #include "sim/sweep/sweep_spec.h"
 
+#include <fmt/format.h>
+
 namespace kvsim {
 namespace {
 
@@ -158,6 +160,15 @@ Result<std::vector<SweepPoint>> ExpandSweep(const ConfigNode& tree) {
     points.push_back(std::move(pt));
   }
   return points;
+}
+
+SweepIdentity IdentifySweep(const ConfigNode& tree, int64_t num_points) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the tree's YAML text
+  for (unsigned char c : ToYaml(tree)) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return {fmt::format("{:016x}", h), num_points};
 }
 
 }  // namespace kvsim

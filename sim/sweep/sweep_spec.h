@@ -35,6 +35,16 @@ Result<std::vector<std::string>> SweepKeys(const ConfigNode& tree);
 // Every point (one point with no labels when the tree has no `sweep:`).
 Result<std::vector<SweepPoint>> ExpandSweep(const ConfigNode& tree);
 
+// What identifies one sweep across its shards and reruns: a hash of the scenario tree as
+// loaded (includes and --set applied, sweep block included) and its number of points. Every
+// sweep CSV row carries both (columns sweep_id, sweep_points), so `kvsim merge` can refuse a
+// shard of another sweep and name the points that are missing.
+struct SweepIdentity {
+  std::string id;       // 16 hex digits
+  int64_t points = 0;   // points of the whole sweep (all shards)
+};
+SweepIdentity IdentifySweep(const ConfigNode& tree, int64_t num_points);
+
 // Sets `node` at a dotted key path, creating maps on the way (the `--set` rule, including
 // that setting model.preset drops an inline model).
 void SetAtPath(ConfigNode& root, const std::string& path, const ConfigNode& node);

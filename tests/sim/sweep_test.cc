@@ -5,6 +5,12 @@
 
 #include "sim/cluster/cluster_run.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
 #include <catch2/catch_test_macros.hpp>
 #include <filesystem>
 #include <fstream>
@@ -251,7 +257,8 @@ TEST_CASE("sweep: P/D cluster points run the cluster simulation, one row of clus
   CHECK(r.cluster);
   CHECK(r.cluster_summary.finished == 40);
   CHECK(r.cluster_summary.transferred_requests == 40);
-  CHECK(csv.find("\n" + SweepCsvRow(r, true) + "\n") != std::string::npos);
+  CHECK(csv.find("\n" + SweepCsvRow(r, true, IdentifySweep(Tree(kCluster), 4)) + "\n") !=
+        std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -270,10 +277,141 @@ TEST_CASE("sweep: a P/D point whose setup is invalid is an error row with the cl
   const size_t row = csv.find("\n1,-1,\"error: ");
   REQUIRE(row != std::string::npos);
   // Same number of fields as the header: the label, the status and an empty field per metric.
-  const std::string line = csv.substr(row + 1, csv.find('\n', row + 1) - row - 1);
+  std::string line = csv.substr(row + 1, csv.find('\n', row + 1) - row - 1);
+  // The sweep's identity closes every row, error rows included.
+  const std::string identity = "," + IdentifySweep(t, 2).id + ",2";
+  REQUIRE(line.size() > identity.size());
+  CHECK(line.substr(line.size() - identity.size()) == identity);
+  line.resize(line.size() - identity.size());
   CHECK(line.size() > ClusterSweepColumns().size());
   CHECK(line.substr(line.size() - ClusterSweepColumns().size()) ==
         std::string(ClusterSweepColumns().size(), ','));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: --shard slurm maps 0-based, 1-based and stepped job arrays to K/N") {
+  auto env = [](std::map<std::string, std::string> vars) {
+    return [vars](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  int k = -1, n = -1;
+  REQUIRE(ParseShard("1/3", env({}), &k, &n).ok());
+  CHECK((k == 1 && n == 3));
+  CHECK_FALSE(ParseShard("3/3", env({}), &k, &n).ok());
+  CHECK_FALSE(ParseShard("1/3x", env({}), &k, &n).ok());
+  // --array=0-3: task 2 is shard 2 of 4.
+  auto zero = std::map<std::string, std::string>{{"SLURM_ARRAY_TASK_ID", "2"},
+                                                 {"SLURM_ARRAY_TASK_MIN", "0"},
+                                                 {"SLURM_ARRAY_TASK_MAX", "3"},
+                                                 {"SLURM_ARRAY_TASK_COUNT", "4"}};
+  REQUIRE(ParseShard("slurm", env(zero), &k, &n).ok());
+  CHECK((k == 2 && n == 4));
+  // --array=1-4: task 1 is shard 0, task 4 is shard 3.
+  auto one = std::map<std::string, std::string>{{"SLURM_ARRAY_TASK_ID", "1"},
+                                                {"SLURM_ARRAY_TASK_MIN", "1"},
+                                                {"SLURM_ARRAY_TASK_MAX", "4"},
+                                                {"SLURM_ARRAY_TASK_COUNT", "4"}};
+  REQUIRE(ParseShard("slurm", env(one), &k, &n).ok());
+  CHECK((k == 0 && n == 4));
+  one["SLURM_ARRAY_TASK_ID"] = "4";
+  REQUIRE(ParseShard("slurm", env(one), &k, &n).ok());
+  CHECK((k == 3 && n == 4));
+  // --array=10-16:2 has tasks 10, 12, 14, 16: task 14 is shard 2 of 4.
+  auto step = std::map<std::string, std::string>{{"SLURM_ARRAY_TASK_ID", "14"},
+                                                 {"SLURM_ARRAY_TASK_MIN", "10"},
+                                                 {"SLURM_ARRAY_TASK_MAX", "16"},
+                                                 {"SLURM_ARRAY_TASK_STEP", "2"},
+                                                 {"SLURM_ARRAY_TASK_COUNT", "4"}};
+  REQUIRE(ParseShard("slurm", env(step), &k, &n).ok());
+  CHECK((k == 2 && n == 4));
+  // --array=0,3,7 (a list: 3 tasks over 0..7) cannot number its shards without gaps.
+  auto list = std::map<std::string, std::string>{{"SLURM_ARRAY_TASK_ID", "3"},
+                                                 {"SLURM_ARRAY_TASK_MIN", "0"},
+                                                 {"SLURM_ARRAY_TASK_MAX", "7"},
+                                                 {"SLURM_ARRAY_TASK_COUNT", "3"}};
+  CHECK(ParseShard("slurm", env(list), &k, &n).code() == "bad_shard");
+  // Outside a job array.
+  CHECK(ParseShard("slurm", env({}), &k, &n).code() == "bad_shard");
+}
+
+TEST_CASE("sweep: merge is strict about foreign shards and missing points") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_strict_merge";
+  fs::remove_all(dir);
+  std::ostringstream log;
+  const ConfigNode tree = Tree(kSmall);
+  ConfigNode other = tree;
+  REQUIRE(ApplyOverride(other, "seed=7").ok());
+  std::vector<std::string> shards;
+  for (int k = 0; k < 3; ++k) {
+    SweepOptions o;
+    o.out_dir = (dir / (k == 1 ? "other" : "mine")).string();
+    o.shard_k = k;
+    o.shard_n = 3;
+    // Shard 1 comes from another experiment (a different seed): same columns, other sweep.
+    REQUIRE(RunSweep(k == 1 ? other : tree, "sweep.yaml", o, log).ok());
+    shards.push_back(SweepCsvPath(o));
+  }
+  const std::string merged = (dir / "merged.csv").string();
+  const Status foreign = MergeSweepCsvs(shards, merged, log);
+  CHECK(foreign.code() == "foreign_shard");
+  CHECK(foreign.message().find("shard-1-of-3") != std::string::npos);
+  CHECK_FALSE(fs::exists(merged));
+  // Shards 0 and 2 of 6 points: points 1 and 4 (index % 3 == 1) are missing.
+  const std::vector<std::string> two = {shards[0], shards[2]};
+  const Status missing = MergeSweepCsvs(two, merged, log);
+  CHECK(missing.code() == "missing_points");
+  CHECK(missing.message().find("2 of 6 point(s) missing: 1 4") != std::string::npos);
+  CHECK_FALSE(fs::exists(merged));
+  REQUIRE(MergeSweepCsvs(two, merged, log, /*allow_missing=*/true).ok());
+  const std::string text = Slurp(merged);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 5);  // the header and 4 rows
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: a rerun of a finished shard runs nothing; another sweep's CSV is refused") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_rerun";
+  fs::remove_all(dir);
+  const ConfigNode tree = Tree(kSmall);
+  SweepOptions o;
+  o.out_dir = dir.string();
+  o.shard_k = 1;
+  o.shard_n = 3;
+  std::ostringstream first;
+  REQUIRE(RunSweep(tree, "sweep.yaml", o, first).ok());
+  const std::string csv = Slurp(SweepCsvPath(o));
+  std::ostringstream again;
+  REQUIRE(RunSweep(tree, "sweep.yaml", o, again).ok());
+  CHECK(again.str().find("2 of 2 points already in") != std::string::npos);
+  CHECK(again.str().find("done (") == std::string::npos);  // no point ran
+  CHECK(Slurp(SweepCsvPath(o)) == csv);
+  // The same directory and shard for another experiment: refused, unless --force.
+  ConfigNode other = tree;
+  REQUIRE(ApplyOverride(other, "seed=7").ok());
+  std::ostringstream log;
+  CHECK(RunSweep(other, "sweep.yaml", o, log).code() == "sweep_exists");
+  CHECK(Slurp(SweepCsvPath(o)) == csv);
+  o.force = true;
+  REQUIRE(RunSweep(other, "sweep.yaml", o, log).ok());
+  CHECK(Slurp(SweepCsvPath(o)) != csv);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: a shard that another process is running is refused (lock file)") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_lock";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  SweepOptions o;
+  o.out_dir = dir.string();
+  const std::string lock = SweepCsvPath(o) + ".lock";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);  // "another process" holds the shard
+  std::ostringstream log;
+  CHECK(RunSweep(Tree(kSmall), "sweep.yaml", o, log).code() == "shard_busy");
+  ::close(fd);
+  CHECK(RunSweep(Tree(kSmall), "sweep.yaml", o, log).ok());
   fs::remove_all(dir);
 }
 
