@@ -2,6 +2,7 @@
 // and OpenGL3 backends, and the Viewer (viz/viewer.h) drawing each frame.
 //
 //   kvsim-viz [SCENARIO] [--set k=v]... [--panel NAME] [--sweep CSV] [--trace JSONL]
+//             [--steps STEP_LOG.jsonl]
 //   kvsim-viz SCENARIO --screenshot OUT.png [--panel NAME] [--size WxH]   (headless: xvfb-run)
 //   kvsim-viz SCENARIO --frames N [--panel NAME]    (timed run: prints frames per second)
 //
@@ -69,17 +70,18 @@ bool ParsePoint(const std::string& s, float* x, float* y) {
 
 int main(int argc, char** argv) {
   CLI::App app{"kvsim-viz: an interactive view of KV cache plans, pages and sweeps"};
-  std::string scenario, screenshot, panel, size = "1600x900", sweep, trace, mouse;
+  std::string scenario, screenshot, panel, size = "1600x900", sweep, trace, mouse, steps;
   std::vector<std::string> sets;
   int frames = 0;
   std::string font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
   app.add_option("scenario", scenario, "scenario file (default: the built-in default scenario)");
   app.add_option("--set", sets, "override a scenario key, e.g. --set cache.attn_pack_size=4");
   app.add_option("--screenshot", screenshot, "render, write this PNG and exit");
-  app.add_option("--panel", panel, "panel to open: plan, page_map, block_pool, sweep");
+  app.add_option("--panel", panel, "panel to open: plan, page_map, block_pool, sweep, steps");
   app.add_option("--size", size, "window size WxH (default 1600x900)");
   app.add_option("--sweep", sweep, "sweep CSV for the Sweep panel");
   app.add_option("--trace", trace, "request trace (JSONL) for the Block pool panel");
+  app.add_option("--steps", steps, "step log (JSONL, kvsim schedule --step-log) for the Steps panel");
   app.add_option("--frames", frames, "run this many frames without vsync, print fps and exit");
   app.add_option("--font", font, "TTF font for the UI (default DejaVu Sans)");
   app.add_option("--mouse", mouse, "hold the mouse at X,Y (screenshots of hover tooltips)");
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
   opts.overrides = sets;
   opts.sweep_csv = sweep;
   opts.trace = trace;
+  opts.step_log = steps;
   opts.panel = panel.empty() ? "plan" : panel;
   auto viewer_or = kvsim::viz::Viewer::Create(opts);
   if (!viewer_or.ok()) {

@@ -1,4 +1,4 @@
-// IPanel: one page of the viewer (Plan, Page map, Block pool, Sweep), each in its own file
+// IPanel: one page of the viewer (Plan, Page map, Block pool, Sweep, Steps), each in its own file
 // under viz/panels/ (Tracy's one-translation-unit-per-view split). The Viewer owns the
 // panels and the shared ViewerContext and calls Draw() for the visible one inside the main
 // content region; a panel keeps its own UI state (zoom, selection) across frames.
@@ -16,6 +16,7 @@ struct ViewerContext {
   PlanModel* plan = nullptr;
   std::string sweep_csv;  // --sweep: the CSV the Sweep panel opens at start
   std::string trace;      // --trace: the request trace the Block pool panel replays
+  std::string step_log;   // --steps: the step log the Steps panel opens
   std::string status;     // shown in the status bar until replaced
   double fps = 0;
 };
@@ -35,5 +36,6 @@ std::unique_ptr<IPanel> MakePlanPanel();
 std::unique_ptr<IPanel> MakePageMapPanel();
 std::unique_ptr<IPanel> MakeBlockPoolPanel();
 std::unique_ptr<IPanel> MakeSweepPanel();
+std::unique_ptr<IPanel> MakeStepsPanel();
 
 }  // namespace kvsim::viz

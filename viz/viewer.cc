@@ -19,10 +19,12 @@ Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
   v->ctx_.plan = v->plan_.get();
   v->ctx_.sweep_csv = options.sweep_csv;
   v->ctx_.trace = options.trace;
+  v->ctx_.step_log = options.step_log;
   v->panels_.push_back(MakePlanPanel());
   v->panels_.push_back(MakePageMapPanel());
   v->panels_.push_back(MakeBlockPoolPanel());
   v->panels_.push_back(MakeSweepPanel());
+  v->panels_.push_back(MakeStepsPanel());
   if (!options.panel.empty() && !v->SelectPanel(options.panel)) {
     std::string ids;
     for (const auto& id : v->PanelIds()) ids += (ids.empty() ? "" : ", ") + id;
@@ -116,7 +118,7 @@ void Viewer::Frame() {
     if (ImGui::Selectable(label, i == current_)) current_ = i;
   }
   ImGui::Separator();
-  ImGui::TextDisabled("Tab/←/→/1-4 panels");
+  ImGui::TextDisabled("Tab/←/→/1-5 panels");
   ImGui::TextDisabled("Ctrl+S screenshot");
   ImGui::TextDisabled("Esc/Q quit");
   ImGui::EndChild();

@@ -2,7 +2,7 @@
 // Frame() draws one ImGui frame (call it between ImGui::NewFrame() and ImGui::Render()):
 // a left list of panels, the visible panel with its help line, and a status bar. It also
 // handles the global keys:
-//   Tab / Shift+Tab, Left / Right (when no widget is active), 1–4   switch panels
+//   Tab / Shift+Tab, Left / Right (when no widget is active), 1–5   switch panels
 //   Esc or Q                                                       quit
 //   Ctrl+S                                                         screenshot request
 // main.cc owns the GLFW window and the OpenGL renderer; tests drive Frame() in a headless
@@ -24,6 +24,7 @@ struct ViewerOptions {
   std::vector<std::string> overrides;
   std::string sweep_csv;
   std::string trace;           // empty: a built-in sample trace
+  std::string step_log;        // --steps: the step log the Steps panel opens
   std::string panel = "plan";  // initial panel id
 };
 

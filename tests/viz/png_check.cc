@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "viz/colors.h"
+#include "viz/panels/steps_panel.h"
 #include "viz/png_image.h"
 
 using kvsim::viz::Rgba;
@@ -24,7 +25,11 @@ bool ColourByName(const std::string& name, Rgba* out) {
   static const std::map<std::string, Rgba> kNamed = {
       {"K", p::kKey},     {"V", p::kValue},         {"conv", p::kConv},
       {"ssm", p::kSsm},   {"padding", p::kPadding}, {"highlight", p::kHighlight},
-      {"free", p::kFree}, {"cached", p::kCached}};
+      {"free", p::kFree}, {"cached", p::kCached},
+      {"prefill", kvsim::viz::steps_palette::kPrefill},
+      {"decode", kvsim::viz::steps_palette::kDecode},
+      {"recompute", kvsim::viz::steps_palette::kRecompute},
+      {"preempt", kvsim::viz::steps_palette::kPreempt}};
   if (auto it = kNamed.find(name); it != kNamed.end()) {
     *out = it->second;
     return true;

@@ -23,6 +23,7 @@ shot() {  # name, expected colours..., -- , kvsim-viz args...
   fi
   "$check" "$png" --size "$size" "${expects[@]}" || fail=1
 }
+shot default_steps prefill decode recompute preempt -- --panel steps --steps "$data/steps_sample.jsonl"
 mimo=("$repo/scenarios/mimo_dflash_padding.yaml")
 shot default_plan -- --panel plan
 shot default_page_map K V conv ssm highlight -- --panel page_map
