@@ -270,30 +270,66 @@ KvLayout KvCachePlan::LayoutForSlot(int slot, int group) const {
   return KvLayout{};
 }
 
-Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
-                                const PlannerConfig& config) {
-  auto bad = [](const std::string& key, const std::string& msg) {
-    return Status::Error("invalid_config", key + ": " + msg);
-  };
-  if (config.tp < 1) return bad("parallel.tp", "must be at least 1");
-  if (config.block_size < 0) return bad("cache.block_size", "must be positive");
-  if (config.attn_pack_size < 1) return bad("cache.attn_pack_size", "must be at least 1");
-  if (config.num_speculative_tokens < 0)
-    return bad("cache.num_speculative_tokens", "must not be negative");
-  if (config.kv_memory_bytes < 0) return bad("cache.kv_memory_bytes", "must not be negative");
-  if (config.num_gpu_blocks < 0) return bad("cache.num_gpu_blocks", "must not be negative");
-  if (config.kv_memory_bytes == 0 && config.num_gpu_blocks == 0 && target.num_layers() > 0) {
-    return bad("cache.kv_memory_bytes",
-               "give the KV memory budget (cache.kv_memory_bytes) or cache.num_gpu_blocks");
+namespace {
+
+// Groups `items` by identical allocation (SameAllocation of their specs), in order of first
+// appearance: the rule both the attention packs (§7.1) and the hybrid groups (§3.2) use.
+template <typename SpecOf>
+std::vector<std::vector<int>> BucketBySpec(size_t count, SpecOf spec_of,
+                                           const std::vector<bool>* eligible = nullptr) {
+  std::vector<std::vector<int>> buckets;
+  for (size_t i = 0; i < count; ++i) {
+    if (eligible && !(*eligible)[i]) continue;
+    const KvCacheSpec& s = spec_of(i);
+    bool placed = false;
+    for (auto& b : buckets) {
+      if (SameAllocation(spec_of(static_cast<size_t>(b[0])), s)) {
+        b.push_back(static_cast<int>(i));
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) buckets.push_back({static_cast<int>(i)});
   }
+  return buckets;
+}
 
-  KvCachePlan plan;
-  plan.config = config;
-  plan.max_model_len = config.max_model_len > 0 ? config.max_model_len : target.max_model_len;
-  const DType model_dtype = target.dtype;
+Status InvalidConfig(const std::string& key, const std::string& msg) {
+  return Status::Error("invalid_config", key + ": " + msg);
+}
+
+// The pipeline's state between steps: what the planner knows that the plan does not keep.
+struct PlanDraft {
+  MambaCacheMode mode = MambaCacheMode::kNone;  // the Mamba cache mode after downgrades
+  int64_t block_size = 0;                       // attention block (hybrid-aligned)
+  int64_t mamba_block = 0;
+  int64_t mamba_padded = 0;
+  std::vector<PseudoLayer> pseudo;              // layers and packs
+  std::vector<std::vector<int>> group_pseudo;   // groups as pseudo-layer indices
+};
+
+// Step 0: knobs that no plan can satisfy.
+Status CheckConfig(const ModelSpec& target, const PlannerConfig& config) {
+  if (config.tp < 1) return InvalidConfig("parallel.tp", "must be at least 1");
+  if (config.block_size < 0) return InvalidConfig("cache.block_size", "must be positive");
+  if (config.attn_pack_size < 1) return InvalidConfig("cache.attn_pack_size", "must be at least 1");
+  if (config.num_speculative_tokens < 0)
+    return InvalidConfig("cache.num_speculative_tokens", "must not be negative");
+  if (config.kv_memory_bytes < 0)
+    return InvalidConfig("cache.kv_memory_bytes", "must not be negative");
+  if (config.num_gpu_blocks < 0) return InvalidConfig("cache.num_gpu_blocks", "must not be negative");
+  if (config.kv_memory_bytes == 0 && config.num_gpu_blocks == 0 && target.num_layers() > 0) {
+    return InvalidConfig("cache.kv_memory_bytes",
+                         "give the KV memory budget (cache.kv_memory_bytes) or cache.num_gpu_blocks");
+  }
+  return Status::Ok();
+}
+
+// Step 1 (reference §4.1, §4.2): the Mamba cache mode, the hybrid attention block size
+// `align × cdiv(M, align × a1)` (pack-aware), the Mamba block and its page padding.
+Status PlanBlockSizes(const ModelSpec& target, const PlannerConfig& config, KvCachePlan& plan,
+                      PlanDraft& d) {
   const int64_t nspec = config.num_speculative_tokens;
-
-  // --- Mamba cache mode (reference §4.1) ---------------------------------------------------
   MambaCacheMode mode = config.mamba_cache_mode;
   const LayerSpec* first_mamba = nullptr;
   const LayerSpec* first_attn = nullptr;
@@ -312,8 +348,8 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
         "(Mamba1/Mamba2 family); using 'align'");
   }
   plan.mamba_mode = first_mamba ? mode : MambaCacheMode::kNone;
+  d.mode = mode;
 
-  // --- Block sizes (reference §4.2) --------------------------------------------------------
   const bool has_mla = first_attn && first_attn->kind == LayerKind::kMla;
   int64_t block_size = config.block_size > 0
                            ? config.block_size
@@ -321,13 +357,13 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   int64_t mamba_block = block_size;
   int64_t mamba_padded = 0;
   if (first_mamba) {
-    auto m_spec = first_mamba->ToKvCacheSpec(config.tp, block_size, config.kv_dtype, model_dtype,
+    auto m_spec = first_mamba->ToKvCacheSpec(config.tp, block_size, config.kv_dtype, target.dtype,
                                              nspec);
     if (!m_spec.ok()) return LayerError(m_spec.status(), target, first_mamba, false);
     const int64_t m = m_spec->mamba_state_bytes();
     plan.mamba_real_page_bytes = m;
     if (m > 0 && first_attn) {
-      auto a_spec = first_attn->ToKvCacheSpec(config.tp, 1, config.kv_dtype, model_dtype, nspec);
+      auto a_spec = first_attn->ToKvCacheSpec(config.tp, 1, config.kv_dtype, target.dtype, nspec);
       if (!a_spec.ok()) return LayerError(a_spec.status(), target, first_attn, false);
       KvCacheSpec one = a_spec.value();
       if (one.kind != LayerKind::kMla) one.kind = LayerKind::kFullAttention;
@@ -356,16 +392,18 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
     }
     if (mode == MambaCacheMode::kNone) {
       if (plan.max_model_len <= 0) {
-        return bad("model.max_model_len",
-                   "needed: with prefix caching off a Mamba state block spans max_model_len");
+        return InvalidConfig("model.max_model_len",
+                             "needed: with prefix caching off a Mamba state block spans "
+                             "max_model_len");
       }
       mamba_block = plan.max_model_len;
     }
   }
   if (config.attn_pack_size > 1 && !(first_mamba && first_attn)) {
-    return bad("cache.attn_pack_size",
-               "packing attention layers (PR #35703) needs a hybrid attention + Mamba model; "
-               "this model is " + std::string(first_mamba ? "Mamba-only" : "attention-only"));
+    return InvalidConfig("cache.attn_pack_size",
+                         "packing attention layers (PR #35703) needs a hybrid attention + Mamba "
+                         "model; this model is " +
+                             std::string(first_mamba ? "Mamba-only" : "attention-only"));
   }
   if (config.attn_pack_size >= 8) {
     // PR #35703 warns here too: a pack this large wastes memory in short packs and padding.
@@ -375,20 +413,28 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   plan.attn_block_size = first_attn ? block_size : 0;
   plan.mamba_block_size = first_mamba ? mamba_block : 0;
   plan.mamba_padded_page_bytes = mamba_padded;
+  d.block_size = block_size;
+  d.mamba_block = mamba_block;
+  d.mamba_padded = mamba_padded;
+  return Status::Ok();
+}
 
-  // --- Per-layer specs ---------------------------------------------------------------------
+// Step 2: per-rank layer specs of the target and the draft at the planned block sizes; with
+// the hybrid manager disabled, windowed layers are promoted to full attention (§2).
+Status BuildLayerSpecs(const ModelSpec& target, const ModelSpec* draft,
+                       const PlannerConfig& config, const PlanDraft& d, KvCachePlan& plan) {
   auto add_layers = [&](const ModelSpec& model, bool is_draft) -> Status {
     for (size_t i = 0; i < model.layers.size(); ++i) {
       const LayerSpec& l = model.layers[i];
       const bool mamba = l.kind == LayerKind::kMamba;
-      auto spec = l.ToKvCacheSpec(config.tp, mamba ? mamba_block : block_size, config.kv_dtype,
-                                  model.dtype, nspec);
+      auto spec = l.ToKvCacheSpec(config.tp, mamba ? d.mamba_block : d.block_size,
+                                  config.kv_dtype, model.dtype, config.num_speculative_tokens);
       if (!spec.ok()) return LayerError(spec.status(), model, &l, is_draft);
       PlannedLayer pl;
       pl.name = (is_draft ? "D" : "L") + std::to_string(i + 1);
       pl.is_draft = is_draft;
       pl.spec = spec.value();
-      if (mamba && mamba_padded > 0) pl.spec.page_size_padded = mamba_padded;
+      if (mamba && d.mamba_padded > 0) pl.spec.page_size_padded = d.mamba_padded;
       if (pl.spec.is_attention() && pl.spec.content_bytes() <= 0) {
         return LayerError(Status::Error("invalid_config",
                                         "an attention layer with no KV bytes (check head_size "
@@ -403,97 +449,82 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   if (draft) {
     if (Status s = add_layers(*draft, true); !s.ok()) return s;
   }
-
-  // --- Hybrid manager disabled: promote windowed layers to full (§2) ---------------------
-  if (!config.hybrid_kv_cache_manager) {
-    bool any_full = false, any_local = false;
-    for (const auto& l : plan.layers) {
-      any_full |= l.spec.kind == LayerKind::kFullAttention;
-      any_local |= l.spec.kind == LayerKind::kSlidingWindow ||
-                   l.spec.kind == LayerKind::kChunkedLocal;
-    }
-    if (any_local && !any_full) {
-      return bad("cache.hybrid_kv_cache_manager",
-                 "disabling the hybrid manager needs at least one full-attention layer to "
-                 "promote sliding-window/chunked layers to");
-    }
-    for (auto& l : plan.layers) {
-      if (l.spec.kind == LayerKind::kSlidingWindow || l.spec.kind == LayerKind::kChunkedLocal) {
-        l.spec.kind = LayerKind::kFullAttention;  // window kept for compute, not allocation
-      }
+  if (config.hybrid_kv_cache_manager) return Status::Ok();
+  bool any_full = false, any_local = false;
+  for (const auto& l : plan.layers) {
+    any_full |= l.spec.kind == LayerKind::kFullAttention;
+    any_local |=
+        l.spec.kind == LayerKind::kSlidingWindow || l.spec.kind == LayerKind::kChunkedLocal;
+  }
+  if (any_local && !any_full) {
+    return InvalidConfig("cache.hybrid_kv_cache_manager",
+                         "disabling the hybrid manager needs at least one full-attention layer "
+                         "to promote sliding-window/chunked layers to");
+  }
+  for (auto& l : plan.layers) {
+    if (l.spec.kind == LayerKind::kSlidingWindow || l.spec.kind == LayerKind::kChunkedLocal) {
+      l.spec.kind = LayerKind::kFullAttention;  // window kept for compute, not allocation
     }
   }
+  return Status::Ok();
+}
 
-  if (plan.layers.empty()) {
-    plan.shape = PlanShape::kNoKv;
-    plan.num_blocks = 1;
-    return plan;
+// Step 3 (PR #35703, §7.1): consecutive same-spec attention layers share a page in packs of
+// attn_pack_size; every other layer is a pseudo-layer of its own.
+std::vector<PseudoLayer> FormAttentionPacks(const KvCachePlan& plan, int64_t n) {
+  std::vector<bool> packable(plan.layers.size());
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    packable[i] = plan.layers[i].spec.is_attention() && n > 1;
   }
-
-  // --- Attention packs (PR #35703, §7.1) -------------------------------------------------
+  const auto buckets = BucketBySpec(
+      plan.layers.size(), [&](size_t i) -> const KvCacheSpec& { return plan.layers[i].spec; },
+      &packable);
+  std::map<int, std::vector<int>> packs;  // first member → pack members
+  for (const auto& b : buckets) {
+    for (size_t k = 0; k < b.size(); k += static_cast<size_t>(n)) {
+      std::vector<int> members(b.begin() + static_cast<std::ptrdiff_t>(k),
+                               b.begin() + static_cast<std::ptrdiff_t>(
+                                               std::min(b.size(), k + static_cast<size_t>(n))));
+      packs[members[0]] = members;
+    }
+  }
+  std::vector<bool> in_pack(plan.layers.size(), false);
+  for (const auto& [first, members] : packs) {
+    for (int m : members) in_pack[static_cast<size_t>(m)] = true;
+  }
   std::vector<PseudoLayer> pseudo;
-  {
-    const int64_t n = config.attn_pack_size;
-    std::vector<std::vector<int>> buckets;  // attention layers by identical spec
-    std::vector<int> pseudo_of(plan.layers.size(), -1);
-    for (size_t i = 0; i < plan.layers.size(); ++i) {
-      const KvCacheSpec& s = plan.layers[i].spec;
-      if (!s.is_attention() || n == 1) continue;
-      bool placed = false;
-      for (auto& b : buckets) {
-        if (SameAllocation(plan.layers[b[0]].spec, s)) {
-          b.push_back(static_cast<int>(i));
-          placed = true;
-          break;
-        }
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    auto it = packs.find(static_cast<int>(i));
+    if (it != packs.end()) {
+      PseudoLayer p;
+      p.spec = plan.layers[i].spec;
+      p.spec.pack_size = n;
+      p.members = it->second;
+      for (size_t k = 0; k < p.members.size(); ++k) {
+        if (k) p.name += "+";
+        p.name += plan.layers[static_cast<size_t>(p.members[k])].name;
       }
-      if (!placed) buckets.push_back({static_cast<int>(i)});
-    }
-    // first member → pack members
-    std::map<int, std::vector<int>> packs;
-    for (const auto& b : buckets) {
-      for (size_t k = 0; k < b.size(); k += n) {
-        std::vector<int> members(b.begin() + k, b.begin() + std::min(b.size(), k + n));
-        packs[members[0]] = members;
-      }
-    }
-    std::vector<bool> in_pack(plan.layers.size(), false);
-    for (const auto& [first, members] : packs) {
-      for (int m : members) in_pack[m] = true;
-    }
-    for (size_t i = 0; i < plan.layers.size(); ++i) {
-      auto it = packs.find(static_cast<int>(i));
-      if (it != packs.end()) {
-        PseudoLayer p;
-        p.spec = plan.layers[i].spec;
-        p.spec.pack_size = n;
-        p.members = it->second;
-        for (size_t k = 0; k < p.members.size(); ++k) {
-          if (k) p.name += "+";
-          p.name += plan.layers[p.members[k]].name;
-        }
-        pseudo.push_back(std::move(p));
-      } else if (!in_pack[i]) {
-        pseudo.push_back({plan.layers[i].spec, {static_cast<int>(i)}, plan.layers[i].name});
-      }
+      pseudo.push_back(std::move(p));
+    } else if (!in_pack[i]) {
+      pseudo.push_back({plan.layers[i].spec, {static_cast<int>(i)}, plan.layers[i].name});
     }
   }
+  return pseudo;
+}
 
-  // --- Shape of the plan (§3.1) ----------------------------------------------------------
+// Step 4 (§2, §3.1, §3.2): the plan's shape; for hybrid plans page-size unification and the
+// equal-size groups (smaller types padded when the largest bucket is under 1.5× the
+// smallest). With MLA plus sliding-window layers whose pages cannot be unified, vLLM
+// allocates the sliding-window layers as full attention and, if that gives one type, uses
+// one UniformTypeKVCacheSpecs group.
+Status GroupLayers(const ModelSpec* draft, const PlannerConfig& config, KvCachePlan& plan,
+                   PlanDraft& d) {
+  std::vector<PseudoLayer>& pseudo = d.pseudo;
   bool all_same = true, same_type = true;
   for (const auto& p : pseudo) {
     all_same &= SameAllocation(p.spec, pseudo[0].spec);
     same_type &= SameType(p.spec, pseudo[0].spec);
   }
-  plan.cross_layer = IsB_First(config.layout);
-  auto memory_blocks = [&](int64_t bytes_per_block) {
-    return config.num_gpu_blocks > 0 ? config.num_gpu_blocks
-                                     : config.kv_memory_bytes / bytes_per_block;
-  };
-
-  // §2 fallback: when pages cannot be unified and the model is MLA plus sliding-window
-  // attention, vLLM allocates the sliding-window layers as full attention (compute stays
-  // windowed) and, if that gives one type, uses one UniformTypeKVCacheSpecs group.
   if (!all_same && !same_type) {
     std::vector<KvCacheSpec> specs;
     std::vector<std::string> names;
@@ -525,86 +556,75 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
     }
   }
 
-  // Groups as lists of pseudo-layer indices, plus how many slot tensors a block spans.
-  std::vector<std::vector<int>> group_pseudo;
+  std::vector<int> all(pseudo.size());
+  for (size_t i = 0; i < pseudo.size(); ++i) all[i] = static_cast<int>(i);
   if (all_same) {
     plan.shape = PlanShape::kSingleGroup;
-    std::vector<int> all(pseudo.size());
-    for (size_t i = 0; i < pseudo.size(); ++i) all[i] = static_cast<int>(i);
-    group_pseudo.push_back(all);
+    d.group_pseudo.push_back(all);
     plan.page_bytes = pseudo[0].spec.page_bytes();
-  } else if (same_type) {
+    return Status::Ok();
+  }
+  if (same_type) {
     plan.shape = PlanShape::kUniformType;
-    std::vector<int> all(pseudo.size());
-    int64_t sum = 0;
-    for (size_t i = 0; i < pseudo.size(); ++i) {
-      all[i] = static_cast<int>(i);
-      sum += pseudo[i].spec.page_bytes();
-    }
-    group_pseudo.push_back(all);
-    plan.page_bytes = sum;
-  } else {
-    plan.shape = PlanShape::kHybrid;
-    std::vector<KvCacheSpec> specs;
-    std::vector<std::string> names;
-    for (const auto& p : pseudo) {
-      specs.push_back(p.spec);
-      names.push_back(p.name);
-    }
-    if (Status s = UnifyPageSizes(specs, names, config.semantics); !s.ok()) {
-      return Status::Error(s.code(), (draft ? "model.draft: " : "model: ") + s.message());
-    }
-    for (size_t i = 0; i < pseudo.size(); ++i) pseudo[i].spec = specs[i];
-    plan.page_bytes = specs[0].page_bytes();
-    // Bucket by identical spec, in order of first appearance (§3.2).
-    std::vector<std::vector<int>> buckets;
-    for (size_t i = 0; i < pseudo.size(); ++i) {
-      bool placed = false;
-      for (auto& b : buckets) {
-        if (SameAllocation(pseudo[b[0]].spec, pseudo[i].spec)) {
-          b.push_back(static_cast<int>(i));
-          placed = true;
-          break;
-        }
-      }
-      if (!placed) buckets.push_back({static_cast<int>(i)});
-    }
-    int64_t min_n = INT64_MAX, max_n = 0;
-    for (const auto& b : buckets) {
-      min_n = std::min<int64_t>(min_n, b.size());
-      max_n = std::max<int64_t>(max_n, b.size());
-    }
-    // Pad the smaller types instead when the largest bucket is under 1.5× the smallest.
-    const int64_t group_size = (2 * max_n < 3 * min_n) ? max_n : min_n;
-    for (const auto& b : buckets) {
-      const int64_t n = static_cast<int64_t>(b.size());
-      const int64_t num_groups = CeilDiv(n, group_size);
-      for (int64_t g = 0; g < num_groups; ++g) {
-        std::vector<int> members;
-        for (int64_t k = g; k < n; k += num_groups) members.push_back(b[k]);
-        group_pseudo.push_back(members);
-      }
+    d.group_pseudo.push_back(all);
+    plan.page_bytes = 0;
+    for (const auto& p : pseudo) plan.page_bytes += p.spec.page_bytes();
+    return Status::Ok();
+  }
+  plan.shape = PlanShape::kHybrid;
+  std::vector<KvCacheSpec> specs;
+  std::vector<std::string> names;
+  for (const auto& p : pseudo) {
+    specs.push_back(p.spec);
+    names.push_back(p.name);
+  }
+  if (Status s = UnifyPageSizes(specs, names, config.semantics); !s.ok()) {
+    return Status::Error(s.code(), (draft ? "model.draft: " : "model: ") + s.message());
+  }
+  for (size_t i = 0; i < pseudo.size(); ++i) pseudo[i].spec = specs[i];
+  plan.page_bytes = specs[0].page_bytes();
+  const auto buckets = BucketBySpec(
+      pseudo.size(), [&](size_t i) -> const KvCacheSpec& { return pseudo[i].spec; });
+  int64_t min_n = INT64_MAX, max_n = 0;
+  for (const auto& b : buckets) {
+    min_n = std::min<int64_t>(min_n, static_cast<int64_t>(b.size()));
+    max_n = std::max<int64_t>(max_n, static_cast<int64_t>(b.size()));
+  }
+  // Pad the smaller types instead when the largest bucket is under 1.5× the smallest.
+  const int64_t group_size = (2 * max_n < 3 * min_n) ? max_n : min_n;
+  for (const auto& b : buckets) {
+    const int64_t n = static_cast<int64_t>(b.size());
+    const int64_t num_groups = CeilDiv(n, group_size);
+    for (int64_t g = 0; g < num_groups; ++g) {
+      std::vector<int> members;
+      for (int64_t k = g; k < n; k += num_groups) members.push_back(b[static_cast<size_t>(k)]);
+      d.group_pseudo.push_back(members);
     }
   }
+  return Status::Ok();
+}
 
-  // --- Groups, slots and block sizes --------------------------------------------------------
+// Step 5a: the groups, which slot tensor each layer uses, and the bytes of one block id.
+// Hybrid plans share group_size slot tensors across groups; others have one per pseudo-layer.
+void AssignGroupsAndTensors(KvCachePlan& plan, const PlanDraft& d) {
+  const std::vector<PseudoLayer>& pseudo = d.pseudo;
   int64_t group_size = 0;
-  for (const auto& g : group_pseudo) group_size = std::max<int64_t>(group_size, g.size());
+  for (const auto& g : d.group_pseudo) group_size = std::max<int64_t>(group_size, g.size());
   if (plan.shape != PlanShape::kHybrid) group_size = static_cast<int64_t>(pseudo.size());
   plan.group_size = plan.shape == PlanShape::kHybrid ? group_size : 1;
 
-  for (size_t g = 0; g < group_pseudo.size(); ++g) {
+  for (size_t g = 0; g < d.group_pseudo.size(); ++g) {
     KvCacheGroup grp;
-    const KvCacheSpec& first = pseudo[group_pseudo[g][0]].spec;
+    const KvCacheSpec& first = pseudo[static_cast<size_t>(d.group_pseudo[g][0])].spec;
     grp.kind = first.kind;
     grp.spec = first;
     grp.block_size = first.block_size;
     grp.page_bytes = first.page_bytes();
     grp.real_page_bytes = first.pack_size * first.real_page_bytes();
-    for (size_t pos = 0; pos < group_pseudo[g].size(); ++pos) {
-      const PseudoLayer& p = pseudo[group_pseudo[g][pos]];
+    for (int pi : d.group_pseudo[g]) {
+      const PseudoLayer& p = pseudo[static_cast<size_t>(pi)];
       for (size_t m = 0; m < p.members.size(); ++m) {
-        PlannedLayer& pl = plan.layers[p.members[m]];
+        PlannedLayer& pl = plan.layers[static_cast<size_t>(p.members[m])];
         pl.spec = p.spec;
         pl.group = static_cast<int>(g);
         pl.pack_member = static_cast<int>(m);
@@ -615,13 +635,12 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
     plan.groups.push_back(std::move(grp));
   }
 
-  // Tensors: hybrid → group_size slots shared across groups; otherwise one per pseudo-layer.
   if (plan.shape == PlanShape::kHybrid) {
-    plan.tensors.resize(group_size);
-    for (size_t g = 0; g < group_pseudo.size(); ++g) {
-      for (size_t pos = 0; pos < group_pseudo[g].size(); ++pos) {
-        for (int li : pseudo[group_pseudo[g][pos]].members) {
-          plan.layers[li].slot = static_cast<int>(pos);
+    plan.tensors.resize(static_cast<size_t>(group_size));
+    for (const auto& g : d.group_pseudo) {
+      for (size_t pos = 0; pos < g.size(); ++pos) {
+        for (int li : pseudo[static_cast<size_t>(g[pos])].members) {
+          plan.layers[static_cast<size_t>(li)].slot = static_cast<int>(pos);
           plan.tensors[pos].shared_by.push_back(li);
         }
       }
@@ -632,7 +651,7 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
     int64_t bytes = 0;
     for (size_t i = 0; i < pseudo.size(); ++i) {
       for (int li : pseudo[i].members) {
-        plan.layers[li].slot = static_cast<int>(i);
+        plan.layers[static_cast<size_t>(li)].slot = static_cast<int>(i);
         plan.tensors[i].shared_by.push_back(li);
       }
       bytes += pseudo[i].spec.page_bytes();
@@ -640,55 +659,66 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
     plan.block_bytes = bytes;
   }
   for (auto& t : plan.tensors) std::sort(t.shared_by.begin(), t.shared_by.end());
+}
 
-  // --- Cross-layer slab (B-first layouts, §3.3 "packed layout") ---------------------------
-  if (plan.cross_layer) {
-    if (config.kv_split == KvSplit::kKvFirstTensor) {
-      return bad("cache.kv_split", "kv_first_tensor keeps K and V halves per layer tensor; a "
-                                   "cross-layer slab needs packed_content or kv_in_block");
-    }
-    for (const auto& l : plan.layers) {
-      if (config.layout != KvOrder::kBHLNC) break;
-      const KvCacheSpec& a = plan.layers[0].spec;
-      const KvCacheSpec& b = l.spec;
-      if (!a.is_attention()) {
-        return bad("cache.layout", "BHLNC interleaves the heads of every layer of a block; layer " +
-                                       plan.layers[0].name + " (" +
-                                       std::string(LayerKindName(a.kind)) +
-                                       ") has no heads to interleave (use BLHNC)");
-      }
-      if (!b.is_attention() || b.pack_size > 1 || b.page_size_padded > 0 ||
-          b.num_head_slots() != a.num_head_slots() || b.block_size != a.block_size ||
-          b.k_content_bytes() != a.k_content_bytes() ||
-          b.v_content_bytes() != a.v_content_bytes()) {
-        return bad("cache.layout",
-                   "BHLNC interleaves the heads of every layer of a block, so every layer needs "
-                   "the same heads, block size and content width, unpadded and unpacked; layer " +
-                       l.name + " (" + std::string(LayerKindName(b.kind)) +
-                       ") differs from layer " + plan.layers[0].name + " (use BLHNC)");
-      }
-    }
-    for (const auto& l : plan.layers) {
-      if (l.spec.is_attention() && !l.spec.indexes_kv_by_block_stride) {
-        return bad("cache.layout",
-                   std::string("cross-layer layout ") + KvOrderName(config.layout) +
-                       " needs every attention backend to index KV by block stride; layer " +
-                       l.name + " does not");
-      }
-    }
-    int64_t slab = 0;
-    for (const auto& g : group_pseudo) {
-      int64_t off = 0;
-      for (int pi : g) {
-        for (int li : pseudo[pi].members) plan.layers[li].slab_offset = off;
-        off += pseudo[pi].spec.page_bytes();
-      }
-      slab = std::max(slab, off);
-    }
-    plan.block_bytes = slab;
+// Step 5b (§3.3 "packed layout"): B-first layouts put every layer of a block id in one slab;
+// each layer's offset in it, and the checks that a slab layout can hold these layers.
+Status LayOutCrossLayerSlab(const PlannerConfig& config, const PlanDraft& d, KvCachePlan& plan) {
+  if (!plan.cross_layer) return Status::Ok();
+  if (config.kv_split == KvSplit::kKvFirstTensor) {
+    return InvalidConfig("cache.kv_split",
+                         "kv_first_tensor keeps K and V halves per layer tensor; a cross-layer "
+                         "slab needs packed_content or kv_in_block");
   }
+  for (const auto& l : plan.layers) {
+    if (config.layout != KvOrder::kBHLNC) break;
+    const KvCacheSpec& a = plan.layers[0].spec;
+    const KvCacheSpec& b = l.spec;
+    if (!a.is_attention()) {
+      return InvalidConfig("cache.layout",
+                           "BHLNC interleaves the heads of every layer of a block; layer " +
+                               plan.layers[0].name + " (" + std::string(LayerKindName(a.kind)) +
+                               ") has no heads to interleave (use BLHNC)");
+    }
+    if (!b.is_attention() || b.pack_size > 1 || b.page_size_padded > 0 ||
+        b.num_head_slots() != a.num_head_slots() || b.block_size != a.block_size ||
+        b.k_content_bytes() != a.k_content_bytes() || b.v_content_bytes() != a.v_content_bytes()) {
+      return InvalidConfig(
+          "cache.layout",
+          "BHLNC interleaves the heads of every layer of a block, so every layer needs the same "
+          "heads, block size and content width, unpadded and unpacked; layer " +
+              l.name + " (" + std::string(LayerKindName(b.kind)) + ") differs from layer " +
+              plan.layers[0].name + " (use BLHNC)");
+    }
+  }
+  for (const auto& l : plan.layers) {
+    if (l.spec.is_attention() && !l.spec.indexes_kv_by_block_stride) {
+      return InvalidConfig("cache.layout",
+                           std::string("cross-layer layout ") + KvOrderName(config.layout) +
+                               " needs every attention backend to index KV by block stride; "
+                               "layer " +
+                               l.name + " does not");
+    }
+  }
+  int64_t slab = 0;
+  for (const auto& g : d.group_pseudo) {
+    int64_t off = 0;
+    for (int pi : g) {
+      for (int li : d.pseudo[static_cast<size_t>(pi)].members) {
+        plan.layers[static_cast<size_t>(li)].slab_offset = off;
+      }
+      off += d.pseudo[static_cast<size_t>(pi)].spec.page_bytes();
+    }
+    slab = std::max(slab, off);
+  }
+  plan.block_bytes = slab;
+  return Status::Ok();
+}
 
-  plan.num_blocks = memory_blocks(plan.block_bytes);
+// Step 5c: num_blocks from the KV memory budget (or the override) and the tensors' sizes.
+Status SizePool(const PlannerConfig& config, KvCachePlan& plan) {
+  plan.num_blocks = config.num_gpu_blocks > 0 ? config.num_gpu_blocks
+                                              : config.kv_memory_bytes / plan.block_bytes;
   if (plan.num_blocks < 2) {
     return Status::Error(
         "kv_memory_too_small",
@@ -700,7 +730,7 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
                   " (one is the null block)");
   }
   for (auto& t : plan.tensors) {
-    const KvCacheSpec& s = plan.layers[t.shared_by[0]].spec;
+    const KvCacheSpec& s = plan.layers[static_cast<size_t>(t.shared_by[0])].spec;
     t.size_bytes = (plan.shape == PlanShape::kHybrid ? plan.page_bytes : s.page_bytes()) *
                    plan.num_blocks;
   }
@@ -711,57 +741,71 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
     plan.tensors = {slab};
     for (auto& l : plan.layers) l.slot = 0;
   }
+  return Status::Ok();
+}
 
-  // --- Kernel block split (§4.3) ------------------------------------------------------------
+// Step 6 (§4.3): the kernel block each attention layer's manager block splits into, and the
+// layouts that cannot be split or K/V-split.
+Status CheckKernelBlocks(const PlannerConfig& config, KvCachePlan& plan) {
   for (const auto& l : plan.layers) {
     if (!l.spec.is_attention()) continue;
     const int64_t k = SelectKernelBlockSize(l.spec.block_size, config.backend);
     if (k == 0) {
-      return bad("cache.block_size",
-                 "block size " + std::to_string(l.spec.block_size) + " of layer " + l.name +
-                     " is not supported by " + std::string(AttentionBackendName(config.backend)) +
-                     " kernels (" +
-                     (config.backend == AttentionBackend::kFlashInfer ? "needs a multiple of 16"
-                                                                      : "multiple of 16") +
-                     ")");
+      return InvalidConfig(
+          "cache.block_size",
+          "block size " + std::to_string(l.spec.block_size) + " of layer " + l.name +
+              " is not supported by " + std::string(AttentionBackendName(config.backend)) +
+              " kernels (" +
+              (config.backend == AttentionBackend::kFlashInfer ? "needs a multiple of 16"
+                                                               : "multiple of 16") +
+              ")");
     }
     if (k != l.spec.block_size && l.spec.page_size_padded > 0) {
-      return bad("cache.block_size",
-                 "layer " + l.name + " has a padded page and its " + std::to_string(l.spec.block_size) +
-                     "-token block would be split into " + std::to_string(k) +
-                     "-token kernel blocks; vLLM's padded-page view does not support the split");
+      return InvalidConfig("cache.block_size",
+                           "layer " + l.name + " has a padded page and its " +
+                               std::to_string(l.spec.block_size) +
+                               "-token block would be split into " + std::to_string(k) +
+                               "-token kernel blocks; vLLM's padded-page view does not support "
+                               "the split");
     }
     if (k != l.spec.block_size && plan.cross_layer) {
-      return bad("cache.layout", "a cross-layer layout cannot be combined with kernel block "
-                                 "splitting (layer " + l.name + ")");
+      return InvalidConfig("cache.layout",
+                           "a cross-layer layout cannot be combined with kernel block "
+                           "splitting (layer " +
+                               l.name + ")");
     }
     if (l.spec.pack_size > 1 && l.spec.page_size_padded > 0 && k != l.spec.block_size) {
-      return bad("cache.attn_pack_size", "padded packs cannot be split into kernel blocks");
+      return InvalidConfig("cache.attn_pack_size",
+                           "padded packs cannot be split into kernel blocks");
     }
   }
   plan.kernel_block_size = SelectKernelBlockSize(plan.attn_block_size, config.backend);
-  if (config.kv_split != KvSplit::kPackedInContent) {
-    for (const auto& l : plan.layers) {
-      if (l.spec.is_attention() && l.spec.k_content_bytes() != l.spec.v_content_bytes()) {
-        return bad("cache.kv_split", "K/V split layouts need equal K and V widths (layer " +
-                                         l.name + ")");
-      }
-      if (l.spec.is_attention() && config.kv_split == KvSplit::kKvFirstTensor &&
-          plan.shape == PlanShape::kHybrid) {
-        return bad("cache.kv_split",
-                   "kv_first_tensor puts every V block after every K block, so a block id's "
-                   "bytes are not one page and cannot share a tensor with other groups (layer " +
-                       l.name + "; vLLM restrided hybrid models to (B, 2, ...) = kv_in_block)");
-      }
-      if (l.spec.is_attention() && l.spec.page_size_padded > 0 &&
-          config.kv_split == KvSplit::kKvFirstTensor) {
-        return bad("cache.kv_split", "K/V-first tensors cannot hold padded pages (layer " +
-                                         l.name + "; vLLM rejects them too)");
-      }
+  if (config.kv_split == KvSplit::kPackedInContent) return Status::Ok();
+  for (const auto& l : plan.layers) {
+    if (l.spec.is_attention() && l.spec.k_content_bytes() != l.spec.v_content_bytes()) {
+      return InvalidConfig("cache.kv_split",
+                           "K/V split layouts need equal K and V widths (layer " + l.name + ")");
+    }
+    if (l.spec.is_attention() && config.kv_split == KvSplit::kKvFirstTensor &&
+        plan.shape == PlanShape::kHybrid) {
+      return InvalidConfig(
+          "cache.kv_split",
+          "kv_first_tensor puts every V block after every K block, so a block id's bytes are "
+          "not one page and cannot share a tensor with other groups (layer " +
+              l.name + "; vLLM restrided hybrid models to (B, 2, ...) = kv_in_block)");
+    }
+    if (l.spec.is_attention() && l.spec.page_size_padded > 0 &&
+        config.kv_split == KvSplit::kKvFirstTensor) {
+      return InvalidConfig("cache.kv_split", "K/V-first tensors cannot hold padded pages (layer " +
+                                                 l.name + "; vLLM rejects them too)");
     }
   }
+  return Status::Ok();
+}
 
-  // --- Capacity -------------------------------------------------------------------------------
+// Step 7 ([latest] reporting, §3.3): blocks per max_model_len request, concurrency, token
+// capacity, and the classic log line's capacity.
+void ComputeCapacity(const PlannerConfig& config, MambaCacheMode mode, KvCachePlan& plan) {
   if (plan.max_model_len > 0) {
     for (const auto& g : plan.groups) {
       plan.blocks_per_request +=
@@ -783,6 +827,32 @@ Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
   for (const auto& g : plan.groups) min_block = std::min(min_block, g.block_size);
   plan.classic_token_capacity =
       plan.num_blocks / static_cast<int64_t>(plan.groups.size()) * min_block;
+}
+
+}  // namespace
+
+Result<KvCachePlan> PlanKvCache(const ModelSpec& target, const ModelSpec* draft,
+                                const PlannerConfig& config) {
+  if (Status s = CheckConfig(target, config); !s.ok()) return s;
+  KvCachePlan plan;
+  plan.config = config;
+  plan.max_model_len = config.max_model_len > 0 ? config.max_model_len : target.max_model_len;
+  PlanDraft d;
+  if (Status s = PlanBlockSizes(target, config, plan, d); !s.ok()) return s;
+  if (Status s = BuildLayerSpecs(target, draft, config, d, plan); !s.ok()) return s;
+  if (plan.layers.empty()) {  // attention-free: only the null block
+    plan.shape = PlanShape::kNoKv;
+    plan.num_blocks = 1;
+    return plan;
+  }
+  plan.cross_layer = IsB_First(config.layout);
+  d.pseudo = FormAttentionPacks(plan, config.attn_pack_size);
+  if (Status s = GroupLayers(draft, config, plan, d); !s.ok()) return s;
+  AssignGroupsAndTensors(plan, d);
+  if (Status s = LayOutCrossLayerSlab(config, d, plan); !s.ok()) return s;
+  if (Status s = SizePool(config, plan); !s.ok()) return s;
+  if (Status s = CheckKernelBlocks(config, plan); !s.ok()) return s;
+  ComputeCapacity(config, d.mode, plan);
   return plan;
 }
 

@@ -9,8 +9,11 @@
 //   5. grouping into equal-size groups, which layers share each slot tensor, num_blocks from
 //      the KV memory budget, padding waste and capacity;
 //   6. the kernel block split and, per layer, the KvLayout that addresses its bytes.
-// Nothing here allocates memory or does I/O; errors are Status values with a code and a
-// message. Layer names follow vLLM's tests: target layers "L1".."Ln", draft layers "D1"...
+// PlanKvCache runs these as named steps in page_planner.cc (CheckConfig, PlanBlockSizes,
+// BuildLayerSpecs, FormAttentionPacks, GroupLayers, AssignGroupsAndTensors,
+// LayOutCrossLayerSlab, SizePool, CheckKernelBlocks, ComputeCapacity), each a function of
+// the plan so far. Nothing here allocates memory or does I/O; errors are Status values with a
+// code and a message. Layer names follow vLLM's tests: target layers "L1".."Ln", draft layers "D1"...
 #pragma once
 
 #include <cstdint>
