@@ -25,6 +25,8 @@ run_one() {  # NAME OUTDIR: writes OUTDIR/stdout.txt and OUTDIR/out/*
   (cd "$root" && "$kvsim" run ${file:+scenarios/$name.yaml} "${sets[@]}" -o "$out/out" \
      > "$out/stdout.raw" 2>&1)
   local rc=$?
+  # provenance.json names the kvsim version (git describe), which changes with every commit.
+  rm -f "$out/out/provenance.json"
   # Wall-clock time and the output folder are the only lines that may differ between runs.
   grep -v "wall)\|outputs in" "$out/stdout.raw" > "$out/stdout.txt"
   echo "exit $rc" >> "$out/stdout.txt"

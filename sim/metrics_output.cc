@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/output_file.h"
+
 namespace kvsim {
 namespace {
 
@@ -53,8 +55,9 @@ nlohmann::ordered_json RunToJson(const Engine& e, const Labels& labels) {
   const Scenario& sc = e.scenario();
   const KvCachePlan& plan = e.plan();
   nlohmann::ordered_json j;
+  // The scenario's path is in provenance.json, not here: metrics.json depends only on the
+  // scenario's content, so rerunning DIR/scenario.resolved.yaml reproduces it byte for byte.
   j["scenario"] = sc.name;
-  j["source"] = sc.source;
   j["seed"] = sc.seed;
   nlohmann::ordered_json pt = nlohmann::ordered_json::object();
   for (const auto& [k, v] : labels) pt[k] = v;
@@ -72,6 +75,7 @@ nlohmann::ordered_json RunToJson(const Engine& e, const Labels& labels) {
                {"padding_fraction", plan.padding_fraction()},
                {"kv_cache_size_tokens", plan.kv_cache_size_tokens}};
   j["summary"] = SummaryToJson(e.Summary());
+  if (std::string why = DescribeRejections(e); !why.empty()) j["rejections"] = why;
   nlohmann::ordered_json series = nlohmann::ordered_json::array();
   for (const KvSample& s : e.metrics().kv_series()) {
     series.push_back({static_cast<double>(s.tick) / 1e9, s.usage, s.running, s.waiting});
@@ -84,24 +88,24 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Error("io_error", dir + ": cannot create directory: " + ec.message());
-  {
-    std::ofstream f(dir + "/metrics.json", std::ios::binary);
-    if (!f) return Status::Error("io_error", dir + "/metrics.json: cannot write");
-    f << RunToJson(e, labels).dump(2) << "\n";
+  if (Status s = WriteFileAtomically(
+          dir + "/metrics.json",
+          RunToJson(e, labels).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+              "\n");
+      !s.ok()) {
+    return s;
   }
-  std::ofstream f(dir + "/requests.csv", std::ios::binary);
-  if (!f) return Status::Error("io_error", dir + "/requests.csv: cannot write");
-  f << "id,group,turn,arrival_ms,first_scheduled_ms,first_token_ms,finish_ms,prompt_tokens,"
-       "output_tokens,cached_tokens,preemptions,status\n";
+  std::string csv =
+      "id,group,turn,arrival_ms,first_scheduled_ms,first_token_ms,finish_ms,prompt_tokens,"
+      "output_tokens,cached_tokens,preemptions,status\n";
   auto ms = [](Tick t) { return t < 0 ? std::string() : fmt::format("{:.6f}", t / 1e6); };
   for (const RequestRecord& r : e.metrics().records()) {
     const char* status = r.rejected ? "rejected" : r.finish >= 0 ? "finished" : "unfinished";
-    f << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.group, r.turn, ms(r.arrival),
-                     ms(r.first_scheduled), ms(r.first_token), ms(r.finish), r.prompt_tokens,
-                     r.output_tokens, r.cached_tokens, r.preemptions, status);
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.group, r.turn,
+                       ms(r.arrival), ms(r.first_scheduled), ms(r.first_token), ms(r.finish),
+                       r.prompt_tokens, r.output_tokens, r.cached_tokens, r.preemptions, status);
   }
-  if (!f) return Status::Error("io_error", dir + "/requests.csv: write failed");
-  return Status::Ok();
+  return WriteFileAtomically(dir + "/requests.csv", csv);
 }
 
 const std::vector<std::string>& SweepMetricColumns() {
@@ -170,6 +174,12 @@ std::string FormatRunTable(const std::string& title, const std::vector<TableRow>
       continue;
     }
     const RunSummary& s = r.summary;
+    if (s.requests_finished == 0) {
+      out += fmt::format(
+          "  {:<{}}  {:>6}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}  {:>8}  {:>7}  {:>8}\n", r.label,
+          w, r.block_size, "n/a", "n/a", "n/a", "n/a", "n/a", s.preemptions, "n/a", "n/a");
+      continue;
+    }
     out += fmt::format(
         "  {:<{}}  {:>6}  {:>7.1f}%  {:>9.1f}  {:>9.1f}  {:>9.2f}  {:>10.0f}  {:>8}  {:>6.1f}%  "
         "{:>8.1f}\n",
@@ -177,7 +187,48 @@ std::string FormatRunTable(const std::string& title, const std::vector<TableRow>
         s.tpot_ms.mean, s.output_throughput, s.preemptions, 100.0 * s.kv_usage_mean,
         s.padding_bytes_in_use_mean / (1024.0 * 1024.0));
   }
+  for (const auto& r : rows) {
+    if (r.ok && !r.rejections.empty()) {
+      out += fmt::format("  {}{}\n", rows.size() > 1 ? r.label + ": " : "", r.rejections);
+    }
+  }
   return out;
+}
+
+std::string DescribeRejections(const Engine& e) {
+  const Scenario& sc = e.scenario();
+  const KvCachePlan& plan = e.plan();
+  const int64_t max_len = plan.max_model_len;
+  const int64_t budget = sc.scheduler.max_num_batched_tokens;
+  const bool chunked = sc.sim.scheduler.enable_chunked_prefill;
+  int64_t arrived = 0, too_long = 0, over_budget = 0, no_room = 0;
+  int64_t longest = 0;
+  for (const RequestRecord& r : e.metrics().records()) {
+    ++arrived;  // as Metrics::Summarize counts them
+    if (!r.rejected) continue;
+    longest = std::max(longest, r.prompt_tokens);
+    if (max_len > 0 && r.prompt_tokens >= max_len) {
+      ++too_long;
+    } else if (!chunked && r.prompt_tokens > budget) {
+      ++over_budget;
+    } else {
+      ++no_room;
+    }
+  }
+  const int64_t rejected = too_long + over_budget + no_room;
+  if (rejected == 0) return "";
+  std::string why;
+  auto add = [&](int64_t n, const std::string& reason) {
+    if (n == 0) return;
+    why += fmt::format("{}{} × {}", why.empty() ? "" : "; ", n, reason);
+  };
+  add(too_long, fmt::format("prompt ≥ max_model_len {}", max_len));
+  add(over_budget,
+      fmt::format("prompt above the token budget {} with chunked prefill off", budget));
+  add(no_room, fmt::format("needs more KV blocks than the cache holds ({} usable blocks of {} "
+                           "tokens; longest rejected prompt {} tokens)",
+                           plan.usable_blocks(), plan.attn_block_size, longest));
+  return fmt::format("{} of {} requests rejected: {}", rejected, arrived, why);
 }
 
 }  // namespace kvsim

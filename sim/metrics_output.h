@@ -31,13 +31,23 @@ std::string CsvNumber(double v);
 std::string CsvField(const std::string& s);
 
 // The comparison table printed by `kvsim run`: one row per point.
+// Why requests of a run were rejected, for the reader of the table: "" when none were,
+// else "R of N requests rejected: a × <reason>; b × <reason>". A request is rejected on
+// arrival when its prompt reaches max_model_len or needs more blocks than the cache has, or
+// later when it cannot be scheduled even into an empty engine (a prompt above the token
+// budget with chunked prefill off); the reasons are told apart from the scenario here, so
+// the engine only records the fact.
+std::string DescribeRejections(const Engine& e);
+
 struct TableRow {
   std::string label;
   bool ok = true;
   std::string error;
   int64_t block_size = 0;
   RunSummary summary;
+  std::string rejections;  // DescribeRejections; printed under the table
 };
+// A point in which no request finished shows n/a, not zeros: there was nothing to measure.
 std::string FormatRunTable(const std::string& title, const std::vector<TableRow>& rows);
 
 }  // namespace kvsim

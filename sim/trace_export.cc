@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/output_file.h"
+
 namespace kvsim {
 namespace {
 
@@ -63,23 +65,20 @@ void TraceRecorder::RequestInstant(int64_t id, const char* name, Tick t) {
 }
 
 Status TraceRecorder::Write(const std::string& path) const {
-  std::error_code ec;  // a missing parent folder is created; failing that, the open fails
+  std::error_code ec;  // a missing parent folder is created; failing that, the write fails
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return Status::Error("io_error", path + ": cannot write the trace file");
-  f << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
   for (const auto& [pid, name] : process_names_) {
-    f << (first ? "" : ",\n")
-      << fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"{}"}}}})",
-                     pid, name);
+    out += (first ? "" : ",\n") +
+           fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"{}"}}}})",
+                       pid, name);
     first = false;
   }
-  if (!body_.empty()) f << ",\n" << body_;
-  f << "\n]}\n";
-  if (!f) return Status::Error("io_error", path + ": write failed");
-  return Status::Ok();
+  if (!body_.empty()) out += ",\n" + body_;
+  out += "\n]}\n";
+  return WriteFileAtomically(path, out);
 }
 
 }  // namespace kvsim

@@ -215,6 +215,12 @@ int main(int argc, char** argv) {
       } else if (shot_path == screenshot) {
         std::printf("wrote %s (%dx%d, panel %s)\n", shot_path.c_str(), fw, fh,
                     viewer.current_panel().id());
+        // The picture shows an error instead of data: say so and fail, for scripts and CI.
+        if (const std::string err = viewer.panel_error(); !err.empty()) {
+          std::fprintf(stderr, "kvsim-viz: error: the %s panel shows an error: %s\n",
+                       viewer.current_panel().id(), err.c_str());
+          rc = 2;
+        }
       } else {
         viewer.SetStatus("saved " + shot_path);
       }

@@ -30,6 +30,11 @@ class IPanel {
   // The help line drawn at the top of the panel: what it shows and which keys/mouse do what.
   virtual const char* help() const = 0;
   virtual void Draw(ViewerContext& ctx) = 0;
+  // The error the panel shows (a bad --trace or --sweep file, a refused plan), or "" when it
+  // shows data. `kvsim-viz --screenshot` exits non-zero when this is set, so scripts notice.
+  virtual std::string error(const ViewerContext& ctx) const {
+    return ctx.plan && !ctx.plan->ok() ? ctx.plan->error() : "";
+  }
 };
 
 std::unique_ptr<IPanel> MakePlanPanel();

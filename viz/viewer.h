@@ -45,6 +45,8 @@ class Viewer {
   int num_panels() const { return static_cast<int>(panels_.size()); }
   IPanel& panel(int i) { return *panels_[static_cast<size_t>(i)]; }
   const IPanel& current_panel() const { return *panels_[static_cast<size_t>(current_)]; }
+  // The error the visible panel shows, or "" (IPanel::error).
+  std::string panel_error() const { return current_panel().error(ctx_); }
   bool SelectPanel(const std::string& id);
   void SelectPanel(int i);
   std::vector<std::string> PanelIds() const;

@@ -8,23 +8,31 @@
 namespace kvsim::cli {
 namespace {
 
+// The flags are shorthands for --set: a flag that was given becomes its override whatever
+// its value, so the scenario loader range-checks it exactly as it checks --set (a sentinel
+// value meaning "not given" would silently swallow --tp 0 or --block-size -1).
 struct LayoutArgs {
   ScenarioArgs scenario;
   std::string model;
   int64_t tp = 0;
-  int64_t block_size = -1;
+  int64_t block_size = 0;
   int64_t pack = 0;
   std::string kv_dtype;
   bool json = false;
+  CLI::Option* tp_flag = nullptr;
+  CLI::Option* block_flag = nullptr;
+  CLI::Option* pack_flag = nullptr;
 };
 
 void RunLayout(const LayoutArgs& a) {
   LoadOptions opts;
   opts.path = a.scenario.scenario;
   if (!a.model.empty()) opts.overrides.push_back("model.preset=" + a.model);
-  if (a.tp > 0) opts.overrides.push_back("parallel.tp=" + std::to_string(a.tp));
-  if (a.block_size >= 0) opts.overrides.push_back("cache.block_size=" + std::to_string(a.block_size));
-  if (a.pack > 0) opts.overrides.push_back("cache.attn_pack_size=" + std::to_string(a.pack));
+  if (a.tp_flag->count() > 0) opts.overrides.push_back("parallel.tp=" + std::to_string(a.tp));
+  if (a.block_flag->count() > 0)
+    opts.overrides.push_back("cache.block_size=" + std::to_string(a.block_size));
+  if (a.pack_flag->count() > 0)
+    opts.overrides.push_back("cache.attn_pack_size=" + std::to_string(a.pack));
   if (!a.kv_dtype.empty()) opts.overrides.push_back("cache.kv_dtype=" + a.kv_dtype);
   for (const auto& s : a.scenario.sets) opts.overrides.push_back(s);
   auto sc = LoadScenario(opts);
@@ -37,8 +45,13 @@ void RunLayout(const LayoutArgs& a) {
     ReportError(plan.status(), a.json);
     return;
   }
+  // What `kvsim run` would refuse, layout refuses too (one validation for both).
+  if (Status v = ValidateScenario(sc.value()); !v.ok()) {
+    ReportError(v, a.json);
+    return;
+  }
   if (a.json) {
-    std::cout << PlanToJson(sc.value(), plan.value()).dump(2) << "\n";
+    std::cout << PlanToJson(sc.value(), plan.value()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << FormatPlan(sc.value(), plan.value());
   }
@@ -51,9 +64,10 @@ void RegisterLayout(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("layout", "print the KV cache plan of a scenario");
   AddScenarioArgs(cmd, &args.scenario);
   cmd->add_option("--model", args.model, "model preset (replaces the scenario's model)");
-  cmd->add_option("--tp", args.tp, "tensor-parallel size");
-  cmd->add_option("--block-size", args.block_size, "cache.block_size (0 = backend default)");
-  cmd->add_option("--attn-pack-size", args.pack, "cache.attn_pack_size");
+  args.tp_flag = cmd->add_option("--tp", args.tp, "tensor-parallel size (parallel.tp)");
+  args.block_flag =
+      cmd->add_option("--block-size", args.block_size, "cache.block_size (0 = backend default)");
+  args.pack_flag = cmd->add_option("--attn-pack-size", args.pack, "cache.attn_pack_size");
   cmd->add_option("--kv-dtype", args.kv_dtype, "cache.kv_dtype");
   cmd->add_flag("--json", args.json, "print one JSON object");
   cmd->callback([] { RunLayout(args); });

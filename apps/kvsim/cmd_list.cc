@@ -19,12 +19,46 @@ void RegisterList(CLI::App& app) {
                                m.ok() ? fmt::format("{} ({} layers)", m->name, m->num_layers())
                                       : "error: " + m.status().message());
     }
+    const std::vector<KeyDoc> docs = DescribeScenarioKeys();
+    // Long enum types ("NHD|HND|LBNHC|...") get a line of their own so the columns align.
+    auto print = [](const std::string& path, const KeyDoc& k) {
+      const std::string def = k.default_value.empty() ? "-" : k.default_value;
+      if (k.type.size() > 16) {
+        std::cout << fmt::format("  {:<46} {:<16} default {:<10} {}\n", path, "choice", def,
+                                 k.help)
+                  << fmt::format("  {:<46} one of {}\n", "", k.type);
+      } else {
+        std::cout << fmt::format("  {:<46} {:<16} default {:<10} {}\n", path, k.type, def,
+                                 k.help);
+      }
+    };
     std::cout << "\nScenario keys:\n";
-    for (const auto& k : DescribeScenarioKeys()) {
+    for (const auto& k : docs) {
       if (k.type == "map") continue;
-      std::cout << fmt::format("  {:<42} {:<16} default {:<10} {}\n", k.path, k.type,
-                               k.default_value.empty() ? "-" : k.default_value, k.help);
+      print(k.path, k);
     }
+    // A P/D cluster's pools take any key of these sections for themselves, merged over the
+    // top-level section (sim/scenario/cluster_sections.cc).
+    std::cout << "\nPer-pool keys of a P/D cluster (cluster.prefill.* and cluster.decode.*, "
+                 "merged over the top-level key):\n";
+    for (const auto& k : docs) {
+      if (k.type == "map") continue;
+      const std::string section = k.path.substr(0, k.path.find('.'));
+      if (section != "model" && section != "parallel" && section != "cache" &&
+          section != "scheduler" && section != "hardware") {
+        continue;
+      }
+      print("cluster.{prefill,decode}." + k.path, k);
+    }
+    std::cout << "\nSweeps (the `sweep:` section; every point is the scenario with these set):\n"
+                 "  sweep.KEY.PATH: [v1, v2, ...]              an axis: any scenario key above; "
+                 "axes multiply (last varies fastest)\n"
+                 "  sweep.zip: [{KEY.PATH: [...], ...}, ...]   keys in one group advance "
+                 "together (equal lengths)\n"
+                 "  --set 'sweep={KEY.PATH: [v1, v2]}'         replace the sweep from the command "
+                 "line; --set 'sweep={}' runs one point\n"
+                 "  --set KEY.PATH=v on a swept key           fixes that axis to v (and says so "
+                 "on stderr)\n";
   });
 }
 

@@ -90,12 +90,26 @@ void RunReplay(const ReplayArgs& a) {
     ReportError(Bad("--concurrency must be positive"), a.json);
     return;
   }
-  auto trace = RequestTrace::ReadFile(a.trace, a.skip_bad_lines);
+  // With a model, no prompt may exceed its context length; without one, kvsim's own bound.
+  TraceLimits limits;
+  if (cfg->max_model_len > 0) {
+    limits.max_prompt_tokens = cfg->max_model_len;
+    limits.why = "the model's max_model_len";
+  }
+  auto trace = RequestTrace::ReadFile(a.trace, a.skip_bad_lines, limits);
   if (!trace.ok()) {
     ReportError(trace.status(), a.json);
     return;
   }
   const int64_t sb = cfg->scheduler_block_size();
+  // A model's plan may raise the block (hybrid models cover the Mamba page, page sizes are
+  // unified): the replay then runs at the plan's block, which the user must hear about.
+  if (sb != a.block_size) {
+    std::cerr << fmt::format(
+        "kvsim: note: replay: the {}'s KV cache plan sets the block to {} tokens; "
+        "--block-size {} is not used\n",
+        a.model.empty() ? "scenario" : "model", sb, a.block_size);
+  }
 
   if (a.curve) {
     const int64_t max_cap = (a.num_blocks > 0 || a.cache_tokens > 0) ? cfg->num_blocks : 0;
@@ -117,7 +131,7 @@ void RunReplay(const ReplayArgs& a) {
         pts.push_back({{"capacity_blocks", p.capacity_blocks},
                        {"hit_tokens", p.hit_tokens},
                        {"hit_rate", p.hit_rate}});
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::cout << "capacity_blocks,hit_tokens,hit_rate\n";
       for (const auto& p : curve->points)
@@ -143,7 +157,7 @@ void RunReplay(const ReplayArgs& a) {
       j["prompt_tokens"] = o.prompt_tokens;
       j["hit_tokens"] = o.hit_tokens;
       if (!o.served) j["served"] = false;
-      out << j.dump() << "\n";
+      out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
   }
   if (a.json) {
@@ -161,7 +175,7 @@ void RunReplay(const ReplayArgs& a) {
     j["num_blocks"] = cfg->num_blocks;
     j["groups"] = cfg->groups.size();
     j["vllm_semantics"] = std::string(VllmSemanticsName(cfg->semantics));
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << fmt::format(
         "replay {}: {} requests ({} served, {} not served{}), block {} × {} blocks ({} "

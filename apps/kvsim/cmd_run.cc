@@ -3,11 +3,14 @@
 // throughput. A scenario with a `sweep:` block runs every point (on -j threads) and prints
 // one row per point: that is how the built-in default compares attention pack sizes.
 // With -o DIR each point writes metrics.json and requests.csv (DIR itself for one point,
-// DIR/points/NNNN for several, plus DIR/summary.csv, the rows `kvsim sweep` writes); with
+// DIR/points/NNNN for several, plus DIR/summary.csv, the rows `kvsim sweep` writes), and
+// DIR gets scenario.resolved.yaml + provenance.json (reproduce with `kvsim run
+// DIR/scenario.resolved.yaml`); a DIR of another scenario is refused unless --force; with
 // --trace FILE a Chrome trace (FILE.NNNN.json per point for several). A scenario with a
 // `cluster:` section runs as a P/D cluster (sim/cluster/cluster_run.h), same flags.
-// Exit code: 0; 1 when some points of a sweep failed (the table says which); 2 for bad
-// input, including a run whose every point failed (the first error is printed).
+// Exit code: 0; 1 when some points of a sweep failed (the table says which) or rejected
+// every request (the table shows n/a and says why; stderr too); 2 for bad input, including
+// a run whose every point failed (the first error is printed).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include "apps/kvsim/commands.h"
 #include "sim/cluster/cluster_run.h"
 #include "sim/metrics_output.h"
+#include "sim/output_file.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/workload/i_workload.h"
@@ -32,6 +36,7 @@ struct RunArgs {
   std::string trace;
   int jobs = 1;
   bool json = false;
+  bool force = false;
 };
 
 std::string TracePathFor(const std::string& base, int64_t index, bool many) {
@@ -46,6 +51,9 @@ void RunRun(const RunArgs& a) {
   LoadOptions opts{a.scenario.scenario, a.scenario.sets};
   auto tree = LoadScenarioTree(opts);
   if (!tree.ok()) return (void)ReportError(tree.status(), a.json);
+  for (const std::string& note : FixSweptKeys(tree.value(), a.scenario.sets)) {
+    std::cerr << "kvsim: note: " << note << "\n";
+  }
   const std::string source = a.scenario.scenario.empty()
                                  ? std::string("<built-in>/") + kDefaultScenarioPath
                                  : a.scenario.scenario;
@@ -67,8 +75,21 @@ void RunRun(const RunArgs& a) {
     po.trace_path = TracePathFor(a.trace, p.index, many);
     return po;
   };
-  if (Status w = CheckWorkload(first->sim.workload); !w.ok()) {
+  // One point: everything `kvsim layout` checks, before anything runs. A sweep checks the
+  // workload only: a point the planner refuses is an error row, and the others still run.
+  if (Status w = many ? CheckWorkload(first->sim.workload) : ValidateScenario(first.value());
+      !w.ok()) {
     return (void)ReportError(w, a.json);
+  }
+  if (!a.out_dir.empty()) {
+    if (Status s = CheckOutDir(a.out_dir, sweep.id, a.force); !s.ok()) {
+      return (void)ReportError(s, a.json);
+    }
+    if (Status s = WriteProvenance(a.out_dir, "run", tree.value(), a.scenario, sweep.id,
+                                   static_cast<int64_t>(points->size()));
+        !s.ok()) {
+      return (void)ReportError(s, a.json);
+    }
   }
   if (first->cluster.enabled) {  // P/D cluster: sim/cluster/cluster_run.h
     ExitCode() = RunClusterPoints(points.value(), source,
@@ -77,12 +98,14 @@ void RunRun(const RunArgs& a) {
     return;
   }
   std::map<int64_t, PointResult> results;
+  if (many) InstallStopHandlers();  // a sweep stops between points
   RunPoints(points.value(), source, a.jobs, point_options, [&](PointResult&& r) {
     CheckPointKind(r, /*cluster=*/false);
     results.emplace(r.index, std::move(r));
   });
 
   int64_t failed = 0;
+  int64_t nothing_served = 0;  // points that ran but rejected every request
   std::vector<TableRow> rows;
   nlohmann::ordered_json jpoints = nlohmann::ordered_json::array();
   for (auto& [idx, r] : results) {
@@ -92,7 +115,13 @@ void RunRun(const RunArgs& a) {
     row.error = r.status.message();
     row.block_size = r.block_size;
     row.summary = r.summary;
+    row.rejections = r.rejections;
     failed += row.ok ? 0 : 1;
+    if (row.ok && !r.rejections.empty()) {
+      std::cerr << "kvsim: warning: " << (many ? row.label + ": " : "") << r.rejections << "\n";
+      // Nothing finished: the point measured nothing, which is a failed experiment.
+      if (r.summary.requests_finished == 0) ++nothing_served;
+    }
     rows.push_back(row);
     if (a.json) {
       nlohmann::ordered_json jp;
@@ -102,6 +131,7 @@ void RunRun(const RunArgs& a) {
       if (row.ok) {
         jp["attn_block_size"] = r.block_size;
         jp["summary"] = SummaryToJson(r.summary);
+        if (!r.rejections.empty()) jp["rejections"] = r.rejections;
       } else {
         jp["error"] = r.status.code();
         jp["message"] = r.status.message();
@@ -110,9 +140,16 @@ void RunRun(const RunArgs& a) {
     }
   }
   if (!a.out_dir.empty() && many) {
-    std::ofstream f(std::filesystem::path(a.out_dir) / "summary.csv", std::ios::binary);
-    f << SweepCsvHeader(SweepKeys(tree.value()).value(), /*cluster=*/false) << "\n";
-    for (const auto& [idx, r] : results) f << SweepCsvRow(r, /*cluster=*/false, sweep) << "\n";
+    std::string csv = SweepCsvHeader(SweepKeys(tree.value()).value(), /*cluster=*/false) + "\n";
+    for (const auto& [idx, r] : results) csv += SweepCsvRow(r, /*cluster=*/false, sweep) + "\n";
+    const std::string path = (std::filesystem::path(a.out_dir) / "summary.csv").string();
+    if (Status w = WriteFileAtomically(path, csv); !w.ok()) return (void)ReportError(w, a.json);
+  }
+  if (StopRequested()) {
+    return (void)ReportError(
+        Status::Error("interrupted", fmt::format("run: interrupted after {} of {} points",
+                                                 results.size(), points->size())),
+        a.json);
   }
   // When every point failed there is no table to show: report the first error instead.
   if (!results.empty() && std::all_of(results.begin(), results.end(),
@@ -124,7 +161,7 @@ void RunRun(const RunArgs& a) {
     j["scenario"] = first->name;
     j["points"] = jpoints;
     j["failed"] = failed;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     const Scenario& s = first.value();
     std::cout << fmt::format("kvsim run: {} — {}\n", s.name, s.description);
@@ -153,7 +190,11 @@ void RunRun(const RunArgs& a) {
     }
     if (!a.out_dir.empty()) std::cout << "  outputs in " << a.out_dir << "\n";
   }
-  if (failed > 0) ExitCode() = 1;
+  if (failed > 0 || nothing_served > 0) ExitCode() = 1;
+  // An output that could not be written outranks failed points: the numbers are lost.
+  for (const auto& [idx, r] : results) {
+    if (!r.status.ok() && ExitCodeFor(r.status) == kExitWriteFailed) ExitCode() = kExitWriteFailed;
+  }
 }
 
 }  // namespace
@@ -168,6 +209,7 @@ void RegisterRun(CLI::App& app) {
   cmd->add_option("--trace", args.trace, "write a Chrome/Perfetto trace (JSON) here");
   cmd->add_option("-j,--jobs", args.jobs, "points to run in parallel")->check(CLI::Range(1, 256));
   cmd->add_flag("--json", args.json, "print one JSON object instead of the table");
+  cmd->add_flag("--force", args.force, "write into an -o DIR that holds another run's results");
   cmd->callback([] { RunRun(args); });
 }
 

@@ -9,7 +9,9 @@
 // number of points and exits. A scenario with a `cluster:` section sweeps a P/D cluster (one row of
 // cluster metrics per point, sim/cluster/cluster_run.h).
 // Exit code: 0 when every point ran; 1 when some points failed (their rows say why, and the
-// last stderr line counts them); 2 for bad input (flags, scenario, journal of another sweep).
+// last stderr line counts them); 2 for bad input (flags, scenario, journal of another sweep);
+// 4 when the CSV or journal cannot be written; 130/143 after SIGINT/SIGTERM, once the points
+// in flight are journaled (rerun to continue).
 #include <unistd.h>
 
 #include <cstdio>
@@ -54,6 +56,9 @@ void RunSweepCmd(const SweepArgs& a) {
   LoadOptions opts{a.scenario.scenario, a.scenario.sets};
   auto tree = LoadScenarioTree(opts);
   if (!tree.ok()) return (void)ReportError(tree.status(), false);
+  for (const std::string& note : FixSweptKeys(tree.value(), a.scenario.sets)) {
+    std::cerr << "kvsim: note: " << note << "\n";
+  }
   // Catch scenario errors (typos, bad values) once, up front, on the first point.
   auto points = ExpandSweep(tree.value());
   if (!points.ok()) return (void)ReportError(points.status(), false);
@@ -65,6 +70,7 @@ void RunSweepCmd(const SweepArgs& a) {
   if (!first.ok()) return (void)ReportError(first.status(), false);
   if (Status w = CheckWorkload(first->sim.workload); !w.ok()) return (void)ReportError(w, false);
   SweepTally tally;
+  InstallStopHandlers();
   Status s = RunSweep(tree.value(), a.scenario.scenario, o, std::cerr, &tally);
   if (!s.ok()) return (void)ReportError(s, false);
   if (tally.complete) std::cout << SweepCsvPath(o) << "\n";

@@ -2,8 +2,11 @@
 // in turn. A subcommand parses its own flags into a plain options struct and runs from the
 // CLI11 callback; it reports its exit status through ExitCode().
 //
-// Exit codes: 0 success, 1 internal failure, 2 bad input (scenario, flags, trace),
-// 3 no CUDA device (gpu-validate).
+// Exit codes: 0 success, 1 internal failure (or: some points failed, or a point rejected
+// every request), 2 bad input (scenario, flags, trace), 3 no CUDA device (gpu-validate),
+// 4 an output could not be written (disk full, no permission: the input was fine),
+// 130 / 143 stopped by SIGINT / SIGTERM (finished sweep points are kept).
+inline constexpr int kExitWriteFailed = 4;
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,13 +14,18 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sim/config/config_tree.h"
+#include "sim/scenario/scenario.h"
 
 namespace kvsim::cli {
 
 int& ExitCode();
 
 // Prints a Status as the CLI does: plain text on stderr, or {"error", "message"} on stdout
-// when `json` is set. Returns the exit code it chose (2 for input errors).
+// when `json` is set. Returns the exit code it chose: ExitCodeFor(status).
+// ExitCodeFor: 4 for a failed write (codes io_error, cannot_write), 128 + the signal for
+// "interrupted", 2 (bad input) for everything else.
+int ExitCodeFor(const Status& status);
 int ReportError(const Status& status, bool json);
 
 // Options shared by scenario-driven commands.
@@ -26,6 +34,28 @@ struct ScenarioArgs {
   std::vector<std::string> sets;    // --set a.b=v
 };
 void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
+
+// The one validation `kvsim run`, `sweep` and `layout` share, beyond what the scenario loader
+// checks: the plan (planner errors name the key), a pool with at least one usable block,
+// the KV cache manager's config, and the workload (a required trace that is missing).
+// A P/D scenario's pools are planned by the cluster itself; for it only the workload is
+// checked here.
+Status ValidateScenario(const Scenario& sc);
+
+// Provenance of an output directory: DIR/scenario.resolved.yaml (the scenario tree after
+// includes and --set, with the seed spelled out, so `kvsim run DIR/scenario.resolved.yaml`
+// reproduces the run) and DIR/provenance.json (kvsim version, scenario source, overrides,
+// seed, scenario hash = the sweep id, number of points). CheckOutDir refuses (bad input) a
+// DIR whose provenance names another scenario hash, or that holds results without one,
+// unless `force`.
+Status CheckOutDir(const std::string& dir, const std::string& scenario_hash, bool force);
+Status WriteProvenance(const std::string& dir, const std::string& command,
+                       const ConfigNode& tree, const ScenarioArgs& args,
+                       const std::string& scenario_hash, int64_t points);
+
+// SIGINT and SIGTERM call RequestStop (sim/sweep/sweep_runner.h) and say on stderr that the
+// points in flight finish first; a second signal kills at once (the default action).
+void InstallStopHandlers();
 
 void RegisterGpuValidate(CLI::App& app);
 void RegisterLayout(CLI::App& app);

@@ -1,11 +1,49 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "apps/kvsim/commands.h"
+#include "apps/kvsim/version.h"
+#include "core/kv_cache_manager.h"
+#include "sim/output_file.h"
+#include "sim/workload/i_workload.h"
+#include "sim/sweep/sweep_runner.h"
 
 namespace kvsim::cli {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+
+void OnStopSignal(int sig) {
+  g_signal = sig;
+  RequestStop();
+  static const char kMsg[] =
+      "\nkvsim: stopping: the points in flight finish and are kept (signal again to abort)\n";
+  (void)!::write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
+}
+
+}  // namespace
+
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;  // the second signal takes the default action
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int ExitCodeFor(const Status& status) {
+  if (status.code() == "io_error" || status.code() == "cannot_write") return kExitWriteFailed;
+  if (status.code() == "interrupted") return 128 + (g_signal ? g_signal : SIGINT);
+  return 2;
+}
 
 int& ExitCode() {
   static int code = 0;
@@ -14,13 +52,101 @@ int& ExitCode() {
 
 int ReportError(const Status& status, bool json) {
   if (json) {
+    // Messages quote user input (file names, keys, values) that need not be UTF-8: replace
+    // invalid bytes with U+FFFD instead of letting dump() throw.
     nlohmann::json j{{"error", status.code()}, {"message", status.message()}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cerr << "kvsim: error: " << status.message() << "\n";
   }
-  ExitCode() = 2;
-  return 2;
+  ExitCode() = ExitCodeFor(status);
+  return ExitCode();
+}
+
+Status ValidateScenario(const Scenario& sc) {
+  if (Status w = CheckWorkload(sc.sim.workload); !w.ok()) return w;
+  if (sc.cluster.enabled) return Status::Ok();
+  auto plan = sc.Plan();
+  if (!plan.ok()) return plan.status();
+  if (plan->num_blocks < 2) {
+    return Status::Error("no_kv_memory",
+                         sc.source + ": cache.kv_memory_bytes: the KV cache has no usable "
+                                     "blocks; give more memory (or cache.num_gpu_blocks)");
+  }
+  auto kv = KvCacheManagerConfigFromPlan(plan.value());
+  if (!kv.ok()) return kv.status();
+  if (Status v = kv->Validate(); !v.ok()) {
+    return Status::Error(v.code(), sc.source + ": cache.kv_memory_bytes / cache.num_gpu_blocks: " +
+                                       v.message());
+  }
+  return Status::Ok();
+}
+
+Status CheckOutDir(const std::string& dir, const std::string& scenario_hash, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (force || !fs::is_directory(dir, ec)) return Status::Ok();
+  const fs::path prov = fs::path(dir) / "provenance.json";
+  std::string theirs;
+  if (std::ifstream f(prov); f) {
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (j.is_object() && j.contains("scenario_hash") && j["scenario_hash"].is_string()) {
+      theirs = j["scenario_hash"].get<std::string>();
+    }
+    if (theirs == scenario_hash) return Status::Ok();  // a rerun of the same scenario
+  } else {
+    bool results = false;
+    for (const char* f : {"metrics.json", "requests.csv", "summary.csv", "sweep.csv", "points"}) {
+      results = results || fs::exists(fs::path(dir) / f, ec);
+    }
+    if (!results) return Status::Ok();
+  }
+  return Status::Error(
+      "out_dir_taken",
+      dir + ": holds the results of another " +
+          (theirs.empty() ? std::string("run (no provenance.json)")
+                          : "scenario (scenario_hash " + theirs + ", this one is " +
+                                scenario_hash + ")") +
+          "; use another -o, or --force to write over it");
+}
+
+Status WriteProvenance(const std::string& dir, const std::string& command,
+                       const ConfigNode& tree, const ScenarioArgs& args,
+                       const std::string& scenario_hash, int64_t points) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::Error("io_error", dir + ": cannot create directory: " + ec.message());
+  // The tree as run: includes are merged in already. It is written unchanged (defaults are
+  // not added) so that it hashes to the same scenario_hash and sweep_id when rerun.
+  std::string seed = "0";  // the scenario default
+  if (const ConfigNode* s = tree.Find("seed"); s && s->is_scalar()) seed = s->scalar;
+  const std::string source = args.scenario.empty() ? "<built-in default>" : args.scenario;
+  // No version here (it is in provenance.json): this file depends on the scenario only.
+  std::string header = "# scenario: " + source + "\n# scenario_hash: " + scenario_hash +
+                       "\n# seed: " + seed + "\n";
+  for (const auto& o : args.sets) header += "# --set " + o + "\n";
+  header += "# Includes and --set applied; `kvsim " + command +
+            " scenario.resolved.yaml` reproduces this run.\n";
+  if (Status w = WriteFileAtomically((fs::path(dir) / "scenario.resolved.yaml").string(),
+                                     header + ToExactYaml(tree));
+      !w.ok()) {
+    return w;
+  }
+  nlohmann::ordered_json j;
+  j["kvsim_version"] = KvsimVersion();
+  j["command"] = command;
+  j["scenario"] = source;
+  j["overrides"] = args.sets;
+  j["seed"] = seed;
+  j["scenario_hash"] = scenario_hash;
+  j["points"] = points;
+  j["resolved"] = "scenario.resolved.yaml";
+  return WriteFileAtomically(
+      (fs::path(dir) / "provenance.json").string(),
+      j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args) {

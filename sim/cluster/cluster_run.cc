@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "sim/metrics_output.h"
+#include "sim/output_file.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/trace_export.h"
@@ -21,10 +22,7 @@ namespace fs = std::filesystem;
 Status WriteText(const fs::path& path, const std::string& text) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  if (!f) return Status::Error("io_error", "cannot write " + path.string());
-  return Status::Ok();
+  return WriteFileAtomically(path.string(), text);  // whole or not at all
 }
 
 }  // namespace
@@ -154,7 +152,7 @@ ClusterPointOutput RunClusterScenario(const Scenario& sc, const std::string& lab
                               {"point", label},
                               {"workload", o.workload},
                               {"summary", ClusterSummaryToJson(o.summary)}};
-    Status w = WriteText(fs::path(out_dir) / "metrics.json", m.dump(2) + "\n");
+    Status w = WriteText(fs::path(out_dir) / "metrics.json", m.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (w.ok()) w = WriteText(fs::path(out_dir) / "requests.csv", ClusterRequestsCsv(cs));
     if (!w.ok()) o.status = w;
   }
@@ -221,7 +219,7 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
     }
   }
   if (o.json) {
-    out << nlohmann::json({{"points", jpoints}, {"failed", failed}}).dump(2) << "\n";
+    out << nlohmann::json({{"points", jpoints}, {"failed", failed}}).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (many) {
     out << table;
     if (failed > 0) {

@@ -547,10 +547,11 @@ void ClusterSim::OnWireEnd(int64_t flow) {
 }
 
 void ClusterSim::OnKvReady(int64_t id) {
-  Transfer& t = transfers_.at(id);
+  // A copy of the decode instance: the transfer's entry is erased below, before it is used.
+  const int d = transfers_.at(id).d;
   PdRecord& rec = records_[static_cast<size_t>(id)];
   rec.kv_ready = now_;
-  Instance& in = *inst_[static_cast<size_t>(t.d)];
+  Instance& in = *inst_[static_cast<size_t>(d)];
   --in.in_flight;
   in.inbound_tokens -= rec.prompt_tokens;
   SimRequest& r = in.live_of(id).req;
@@ -559,7 +560,7 @@ void ClusterSim::OnKvReady(int64_t id) {
   r.status = RequestStatus::kRunning;
   in.state.running.push_back(&r);
   transfers_.erase(id);
-  RequestSchedule(t.d);
+  RequestSchedule(d);
 }
 
 void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {

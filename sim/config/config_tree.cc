@@ -138,4 +138,80 @@ std::string ToYaml(const ConfigNode& node, int indent) {
   return "";
 }
 
+namespace {
+
+// A scalar YAML reads back as the same text: plain when it is a simple word or number (and
+// not one YAML reads as null), else double-quoted with JSON-style escapes.
+std::string ExactScalar(const std::string& s) {
+  bool plain = !s.empty() && s != "null" && s != "Null" && s != "NULL" && s != "~" &&
+               s.front() != '-' && s.front() != '.';
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-' || c == '+' || c == '/';
+    plain = plain && ok;
+  }
+  if (plain) return s;
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          static const char* hex = "0123456789abcdef";
+          out += "\\x";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string ExactFlow(const ConfigNode& n) {
+  switch (n.kind) {
+    case ConfigNode::Kind::kNull: return "null";
+    case ConfigNode::Kind::kScalar: return ExactScalar(n.scalar);
+    case ConfigNode::Kind::kSeq: {
+      std::string s = "[";
+      for (size_t i = 0; i < n.seq.size(); ++i) s += (i ? ", " : "") + ExactFlow(n.seq[i]);
+      return s + "]";
+    }
+    case ConfigNode::Kind::kMap: {
+      std::string s = "{";
+      for (size_t i = 0; i < n.map.size(); ++i) {
+        s += (i ? ", " : "") + ExactScalar(n.map[i].first) + ": " + ExactFlow(n.map[i].second);
+      }
+      return s + "}";
+    }
+  }
+  return "null";
+}
+
+void ExactBlock(const ConfigNode& n, int indent, std::string& out) {
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  for (const auto& [k, v] : n.map) {
+    if (v.is_map() && !v.map.empty()) {
+      out += pad + ExactScalar(k) + ":\n";
+      ExactBlock(v, indent + 2, out);
+    } else {
+      out += pad + ExactScalar(k) + ": " + ExactFlow(v) + "\n";
+    }
+  }
+}
+
+}  // namespace
+
+std::string ToExactYaml(const ConfigNode& node) {
+  if (!node.is_map() || node.map.empty()) return ExactFlow(node) + "\n";
+  std::string out;
+  ExactBlock(node, 0, out);
+  return out;
+}
+
 }  // namespace kvsim

@@ -59,4 +59,9 @@ Status ApplyOverride(ConfigNode& root, const std::string& assignment);
 // Serializes back to YAML-ish text (for `kvsim sweep` bookkeeping and debugging).
 std::string ToYaml(const ConfigNode& node, int indent = 0);
 
+// Serializes to YAML that ParseYaml reads back into the same tree (maps in block style,
+// lists in flow style, scalars plain where that is unambiguous and double-quoted
+// otherwise): the scenario.resolved.yaml a run writes next to its outputs.
+std::string ToExactYaml(const ConfigNode& node);
+
 }  // namespace kvsim

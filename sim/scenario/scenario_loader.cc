@@ -140,6 +140,14 @@ LayerSpec ParseLayer(ConfigReader& r, int64_t* count) {
   if (attention || all) {
     if (type != "mla" || all) {
       l.num_kv_heads = r.Int("num_kv_heads", 0, "KV heads over all TP ranks", 0, 1 << 20);
+    } else if (r.Has("num_kv_heads")) {
+      // MLA caches one latent vector per token, which HF configs and vLLM describe as one
+      // KV head; saying so is fine, any other count is a mistake.
+      if (r.Int("num_kv_heads", 1, "", 0, 1 << 20) != 1) {
+        r.Error("num_kv_heads", "bad_value",
+                "an MLA layer caches one latent vector per token: num_kv_heads is 1 (or left "
+                "out)");
+      }
     }
     l.head_size = r.Int("head_size", 0, "head dim D (MLA: kv_lora_rank + rope dim)", 0, 1 << 20);
     if (type != "mla" || all) {
@@ -462,6 +470,8 @@ Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& so
   ParseCacheSections(root, sc);
   ParseClusterSection(root, tree, sc);
   ParseSimSections(root, sc);
+  sc.sim.workload.max_model_len =
+      sc.cache.max_model_len > 0 ? sc.cache.max_model_len : sc.model.max_model_len;
   if (sc.name.empty()) sc.name = fs::path(source).stem().string();
   root.Finish();
   if (!errors.empty()) return errors.ToStatus();

@@ -297,7 +297,8 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
                               "auto: by extension and first line");
     w.trace.time_scale =
         t.Double("time_scale", 1.0, "multiplies arrival times (0.5 = twice the rate)", 0);
-    w.trace.required = t.Bool("required", false,
+    // A typo in a trace path must not quietly become synthetic data: required by default.
+    w.trace.required = t.Bool("required", true,
                               "missing file is an error (false: fall back to the synthetic "
                               "generator and say so)");
     if (trace && !all && w.trace.path.empty()) {
@@ -357,6 +358,16 @@ void ParseSimSections(ConfigReader& root, Scenario& sc) {
   sc.sim.run.trace_max_requests = run.Int(
       "trace_max_requests", 2000, "request lifecycles kept in the --trace file", 0);
   run.Finish();
+  // A synthetic workload with no cap on requests, arrival times or simulated time never ends
+  // (it grows without bound): refuse it. A trace ends with its file.
+  const WorkloadConfig& wl = sc.sim.workload;
+  if (!root.describing() && wl.kind != "trace" && wl.num_requests == 0 && wl.duration_s <= 0 &&
+      sc.sim.run.max_sim_seconds <= 0) {
+    ConfigReader again = root.Map("workload", "");
+    again.Error("num_requests", "unbounded",
+                "0 (no cap) with neither workload.duration_s nor run.max_sim_seconds set: the "
+                "run would never end; give a request count or one of those limits");
+  }
   ConfigReader m = root.Map("metrics", "metrics collection");
   sc.sim.metrics.kv_sample_interval_ms = m.Double(
       "kv_sample_interval_ms", 50, "KV-usage time series resolution, ms of sim time", 1e-3);

@@ -55,7 +55,7 @@ struct TraceConfig {
   std::string path;                // file (relative to the scenario file or the working dir)
   std::string format = "auto";     // auto | mooncake | tokens | azure
   double time_scale = 1.0;         // arrival times are multiplied by this
-  bool required = false;           // a missing file is an error (else: fall back to synthetic)
+  bool required = true;            // a missing file is an error (false: fall back to synthetic)
 };
 
 struct WorkloadConfig {
@@ -73,6 +73,7 @@ struct WorkloadConfig {
   AgentTreeConfig agent_tree;
   TraceConfig trace;
   std::string scenario_dir;  // directory of the scenario file, for relative trace paths
+  int64_t max_model_len = 0;  // the model's context (set by the loader; 0 = unknown): bounds trace prompts
 };
 
 struct SpecConfig {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "sim/cluster/cluster_run.h"
+#include "sim/output_file.h"
 #include "sim/scenario/scenario_loader.h"
 
 namespace kvsim {
@@ -80,20 +81,6 @@ std::string FormatDuration(double s) {
                      static_cast<int>(t % 60));
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::Error("io_error", tmp + ": cannot write");
-    f << content;
-    f.flush();
-    if (!f) return Status::Error("io_error", tmp + ": write failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Error("io_error", path + ": rename failed: " + ec.message());
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -139,6 +126,7 @@ PointResult RunPoint(const SweepPoint& point, const std::string& source,
   r.workload = e.workload_description();
   if (!e.workload_note().empty()) r.workload += " [" + e.workload_note() + "]";
   r.csv_values = SweepMetricValues(e, r.summary);
+  r.rejections = DescribeRejections(e);
   if (!options.out_dir.empty()) {
     if (Status s = WriteRunOutputs(e, point.labels, options.out_dir); !s.ok()) r.status = s;
   }
@@ -192,13 +180,21 @@ std::string SweepCsvRow(const PointResult& r, bool cluster, const SweepIdentity&
   return JoinCsv(fields);
 }
 
+namespace {
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "RequestStop runs in signal handlers");
+}  // namespace
+
+void RequestStop() { g_stop.store(true); }
+bool StopRequested() { return g_stop.load(); }
+
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
                const std::function<PointOptions(const SweepPoint&)>& options,
                const std::function<void(PointResult&&)>& done) {
   std::atomic<size_t> next{0};
   std::mutex mu;
   auto worker = [&] {
-    while (true) {
+    while (!StopRequested()) {
       const size_t i = next.fetch_add(1);
       if (i >= points.size()) return;
       PointResult r = RunPoint(points[i], source, options(points[i]));
@@ -435,6 +431,13 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   ::close(fd);
   if (o.progress_bar && total > 0) log << "\n";
   if (!io.ok()) return io;
+  if (StopRequested()) {
+    const std::string msg = fmt::format(
+        "interrupted: {} of {} points done and kept in {}; rerun the same command to continue",
+        rows.size(), mine.size(), journal);
+    log << "sweep: " << msg << "\n";
+    return Status::Error("interrupted", msg);
+  }
   // Failed points, resumed rows included: their status field starts with "error".
   tally.points = static_cast<int64_t>(rows.size());
   for (const auto& [idx, line] : rows) {

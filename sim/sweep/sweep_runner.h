@@ -49,6 +49,7 @@ struct PointResult {
   double wall_s = 0;
   std::string workload;  // the workload's one-line description (and any fallback note)
   std::string report;    // cluster: setup + summary, as `kvsim run` prints a single point
+  std::string rejections;  // engine: DescribeRejections ("" when no request was rejected)
 };
 
 PointResult RunPoint(const SweepPoint& point, const std::string& source,
@@ -65,7 +66,14 @@ void CheckPointKind(PointResult& r, bool cluster);
 std::string SweepCsvHeader(const std::vector<std::string>& keys, bool cluster);
 std::string SweepCsvRow(const PointResult& r, bool cluster, const SweepIdentity& sweep);
 
-// Runs `points` on `jobs` threads, calling `done` (under a lock) as each finishes.
+// A process-wide request to stop (SIGINT/SIGTERM handlers call RequestStop; it only stores
+// to a lock-free atomic, so it is async-signal-safe). RunPoints starts no new point once it
+// is set; the points in flight finish, so every finished point is kept.
+void RequestStop();
+bool StopRequested();
+
+// Runs `points` on `jobs` threads, calling `done` (under a lock) as each finishes; after
+// RequestStop, no further point starts.
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
                const std::function<PointOptions(const SweepPoint&)>& options,
                const std::function<void(PointResult&&)>& done);
@@ -100,7 +108,8 @@ struct SweepTally {
   bool complete = false;              // the CSV was written (false after --max-points)
 };
 
-// Runs the sweep; progress and notes go to `log`. A shard that finds its finished CSV in
+// Runs the sweep; progress and notes go to `log`. After RequestStop it returns an
+// "interrupted" error once the points in flight are journaled (a rerun continues). A shard that finds its finished CSV in
 // out_dir skips the points already there (a rerun of a Slurm array task redoes nothing);
 // a CSV of another sweep is refused unless options.force. A lock file (<csv>.lock, flock)
 // refuses a second process running the same shard into the same directory. Returns the status of the sweep itself

@@ -110,6 +110,46 @@ void SetAtPath(ConfigNode& root, const std::string& path, const ConfigNode& node
   }
 }
 
+std::vector<std::string> FixSweptKeys(ConfigNode& tree,
+                                      const std::vector<std::string>& overrides) {
+  std::vector<std::string> notes;
+  ConfigNode* sweep = tree.Find("sweep");
+  if (!sweep || !sweep->is_map()) return notes;
+  for (const std::string& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string key = o.substr(0, eq), value = o.substr(eq + 1);
+    if (key == "sweep" || key.rfind("sweep.", 0) == 0) continue;
+    auto note = [&](size_t n) {
+      notes.push_back(fmt::format("{} is swept ({} values); --set fixes it to {}", key, n,
+                                  value));
+    };
+    if (const ConfigNode* axis = sweep->Find(key); axis && key != "zip") {
+      note(axis->is_seq() ? axis->seq.size() : 1);
+      sweep->Erase(key);
+      continue;
+    }
+    ConfigNode* zip = sweep->Find("zip");
+    if (!zip) continue;
+    auto fix_group = [&](ConfigNode& g) {
+      if (!g.is_map()) return;
+      if (const ConfigNode* v = g.Find(key)) {
+        note(v->is_seq() ? v->seq.size() : 1);
+        g.Erase(key);
+      }
+    };
+    if (zip->is_map()) {
+      fix_group(*zip);
+      if (zip->map.empty()) sweep->Erase("zip");
+    } else if (zip->is_seq()) {
+      for (ConfigNode& g : zip->seq) fix_group(g);
+      std::erase_if(zip->seq, [](const ConfigNode& g) { return g.is_map() && g.map.empty(); });
+      if (zip->seq.empty()) sweep->Erase("zip");
+    }
+  }
+  return notes;
+}
+
 Result<std::vector<std::string>> SweepKeys(const ConfigNode& tree) {
   std::vector<std::string> keys;
   const ConfigNode* sweep = tree.Find("sweep");

@@ -45,6 +45,12 @@ struct SweepIdentity {
 };
 SweepIdentity IdentifySweep(const ConfigNode& tree, int64_t num_points);
 
+// `--set` beats `sweep:`: for every override "key.path=value" whose key path is a sweep
+// axis, the axis is dropped from the tree's sweep block (a key of a zip group leaves the
+// group; an emptied group goes), so the --set value holds at every point. Returns one note
+// per dropped key for the user ("cache.block_size is swept (4 values); --set fixes it to 64").
+std::vector<std::string> FixSweptKeys(ConfigNode& tree, const std::vector<std::string>& overrides);
+
 // Sets `node` at a dotted key path, creating maps on the way (the `--set` rule, including
 // that setting model.preset drops an inline model).
 void SetAtPath(ConfigNode& root, const std::string& path, const ConfigNode& node);

@@ -1,6 +1,8 @@
 #include "sim/trace/request_trace.h"
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -28,6 +30,8 @@ bool AsInt(const Json& v, int64_t* out) {
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
+    // Outside int64's range the cast below is undefined (1e19, inf, nan).
+    if (!(d >= -9.2e18 && d <= 9.2e18)) return false;
     if (d != static_cast<double>(static_cast<int64_t>(d))) return false;
     *out = static_cast<int64_t>(d);
     return true;
@@ -168,16 +172,24 @@ bool RequestTrace::PromptBlockFirstTokens(size_t i, int64_t block_size,
   return true;
 }
 
-Result<RequestTrace> RequestTrace::ReadFile(const std::string& path, bool skip_bad_lines) {
+Result<RequestTrace> RequestTrace::ReadFile(const std::string& path, bool skip_bad_lines,
+                                            const TraceLimits& limits) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error("trace_not_found", path + ": cannot open trace file");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return Parse(ss.str(), path, skip_bad_lines);
+  return Parse(ss.str(), path, skip_bad_lines, limits);
 }
 
 Result<RequestTrace> RequestTrace::Parse(std::string_view text, const std::string& name,
-                                         bool skip_bad_lines) {
+                                         bool skip_bad_lines, const TraceLimits& limits) {
+  const int64_t max_prompt = std::min(limits.max_prompt_tokens, kMaxTracePromptTokens);
+  const std::string max_why =
+      limits.max_prompt_tokens < kMaxTracePromptTokens ? limits.why : "kvsim's bound on one prompt";
+  auto too_long = [&](int64_t n) {
+    return "'input_length' = " + std::to_string(n) + " is above " + std::to_string(max_prompt) +
+           " tokens (" + max_why + ")";
+  };
   RequestTrace t;
   int64_t line_no = 0;
   size_t pos = 0;
@@ -210,6 +222,8 @@ Result<RequestTrace> RequestTrace::Parse(std::string_view text, const std::strin
       if (auto it = j.find("timestamp"); err.empty() && it != j.end()) {
         if (!it->is_number()) fail("'timestamp' must be a number");
         else r.timestamp = it->get<double>();
+        if (err.empty() && !(r.timestamp >= 0 && std::isfinite(r.timestamp)))
+          fail("'timestamp' must be a finite number >= 0");
       }
       if (auto it = j.find("output_length"); err.empty() && it != j.end()) {
         if (!AsInt(*it, &r.output_length) || r.output_length < 0)
@@ -223,6 +237,9 @@ Result<RequestTrace> RequestTrace::Parse(std::string_view text, const std::strin
       } else if (tok != j.end()) {
         if (!tok->is_array()) {
           fail("'tokens' must be an array of token ids");
+        } else if (static_cast<int64_t>(tok->size()) > max_prompt) {
+          fail("'tokens' holds " + std::to_string(tok->size()) + " ids, above " +
+               std::to_string(max_prompt) + " tokens (" + max_why + ")");
         } else {
           r.offset = t.tokens_.size();
           size_t k = 0;
@@ -242,18 +259,38 @@ Result<RequestTrace> RequestTrace::Parse(std::string_view text, const std::strin
       } else if (hid != j.end()) {
         r.block_tokens = 512;
         if (auto it = j.find("block_tokens"); it != j.end()) {
-          if (!AsInt(*it, &r.block_tokens) || r.block_tokens <= 0)
-            fail("'block_tokens' must be a positive integer");
+          if (!AsInt(*it, &r.block_tokens) || r.block_tokens <= 0 ||
+              r.block_tokens > kMaxTracePromptTokens)
+            fail("'block_tokens' must be an integer in [1, 2^24]");
         }
         auto il = j.find("input_length");
         if (!err.empty()) {
-        } else if (il == j.end()) {
-          fail("'input_length' is required with 'hash_ids'");
-        } else if (!AsInt(*il, &r.input_length) || r.input_length <= 0) {
-          fail("'input_length' must be a positive integer");
         } else if (!hid->is_array()) {
           fail("'hash_ids' must be an array of non-negative integers");
-        } else {
+        } else if (hid->empty()) {
+          fail("'hash_ids' is empty");
+        } else if (il == j.end()) {
+          // Left out: every hash id is a full block.
+          const int64_t n = static_cast<int64_t>(hid->size());
+          if (n > max_prompt / r.block_tokens) {
+            fail("'hash_ids' holds " + std::to_string(n) + " blocks of " +
+                 std::to_string(r.block_tokens) + " tokens, above " +
+                 std::to_string(max_prompt) + " tokens (" + max_why + ")");
+          } else {
+            r.input_length = n * r.block_tokens;
+          }
+        } else if (!AsInt(*il, &r.input_length) || r.input_length <= 0) {
+          fail("'input_length' must be a positive integer");
+        } else if (r.input_length > max_prompt) {
+          fail(too_long(r.input_length));
+        } else if (const int64_t want = (r.input_length + r.block_tokens - 1) / r.block_tokens;
+                   want != static_cast<int64_t>(hid->size())) {
+          fail("'hash_ids' has " + std::to_string(hid->size()) + " ids but 'input_length' " +
+               std::to_string(r.input_length) + " needs ceil(" + std::to_string(r.input_length) +
+               " / " + std::to_string(r.block_tokens) + ") = " + std::to_string(want) +
+               " (one id per block of 'block_tokens')");
+        }
+        if (err.empty()) {
           r.offset = t.hash_ids_.size();
           size_t k = 0;
           const int64_t max_id = (int64_t{INT32_MAX} + 1) / r.block_tokens - 1;

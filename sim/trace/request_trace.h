@@ -10,6 +10,15 @@
 // A RequestTrace owns all requests in flat arrays (no per-request allocation), so million-
 // request traces stay compact. Bad lines are errors naming the file and line, or, with
 // skip_bad_lines, are counted and dropped. Blank lines are ignored.
+//
+// What a line must satisfy (anything else is a bad line):
+//   - every prompt is at most TraceLimits::max_prompt_tokens long (kMaxTracePromptTokens, or
+//     the model's max_model_len where the caller knows it), so a typo such as 1e12 is an
+//     error and never a huge allocation;
+//   - Mooncake: len(hash_ids) == ceil(input_length / block_tokens); input_length may be left
+//     out and then is len(hash_ids) × block_tokens;
+//   - timestamp, when given, is a finite number ≥ 0 (the order of lines is the caller's
+//     business: a cache-only replay ignores time, the simulator requires it non-decreasing).
 #pragma once
 
 #include <cstdint>
@@ -34,12 +43,23 @@ struct TraceRecord {
   size_t count = 0;            // number of tokens or hash ids
 };
 
+// kvsim's own bound on one prompt: 2^24 tokens (64 MiB of token ids), above every model's
+// context length today.
+inline constexpr int64_t kMaxTracePromptTokens = int64_t{1} << 24;
+
+struct TraceLimits {
+  int64_t max_prompt_tokens = kMaxTracePromptTokens;
+  std::string why = "kvsim's bound on one prompt";  // named in the message
+};
+
 class RequestTrace {
  public:
-  static Result<RequestTrace> ReadFile(const std::string& path, bool skip_bad_lines = false);
+  static Result<RequestTrace> ReadFile(const std::string& path, bool skip_bad_lines = false,
+                                       const TraceLimits& limits = {});
   // `name` labels error messages (a file name).
   static Result<RequestTrace> Parse(std::string_view text, const std::string& name,
-                                    bool skip_bad_lines = false);
+                                    bool skip_bad_lines = false,
+                                    const TraceLimits& limits = {});
 
   size_t size() const { return records_.size(); }
   const TraceRecord& operator[](size_t i) const { return records_[i]; }

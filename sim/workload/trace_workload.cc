@@ -28,12 +28,45 @@ int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
   return era * 146097 + doe - 719468;
 }
 
-// "2023-11-16 18:17:03.9799600" → seconds since the epoch.
+// "2023-11-16 18:17:03.9799600" → seconds since the epoch; false unless every field is in
+// its calendar range (no month 13, no second 75) and nothing trails the seconds.
 bool ParseTimestamp(const std::string& s, double* out) {
-  int y, mo, d, h, mi;
+  int y, mo, d, h, mi, used = 0;
   double sec;
-  if (std::sscanf(s.c_str(), "%d-%d-%d %d:%d:%lf", &y, &mo, &d, &h, &mi, &sec) != 6) return false;
+  if (std::sscanf(s.c_str(), "%d-%d-%d %d:%d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6)
+    return false;
+  if (static_cast<size_t>(used) != s.size()) return false;
+  if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 ||
+      mi < 0 || mi > 59 || !(sec >= 0 && sec < 61))
+    return false;
   *out = static_cast<double>(DaysFromCivil(y, mo, d)) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
+  return true;
+}
+
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t c = line.find(',', start);
+    std::string f = line.substr(start, c == std::string::npos ? c : c - start);
+    while (!f.empty() && (f.back() == ' ' || f.back() == '\t')) f.pop_back();
+    while (!f.empty() && (f.front() == ' ' || f.front() == '\t')) f.erase(f.begin());
+    out.push_back(std::move(f));
+    if (c == std::string::npos) return out;
+    start = c + 1;
+  }
+}
+
+// A whole non-negative decimal integer (no sign, no exponent, no trailing text).
+// Longer numbers than int64 holds read as INT64_MAX, so the caller reports them as too large.
+bool ParseCount(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  int64_t v = 0;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') return false;
+    v = v > (INT64_MAX - 9) / 10 ? INT64_MAX : v * 10 + (ch - '0');
+  }
+  *out = v;
   return true;
 }
 
@@ -85,44 +118,93 @@ std::string FindTraceFile(const std::string& path, const std::string& scenario_d
   return {};
 }
 
-Result<std::vector<TraceArrival>> ParseAzureCsv(const std::string& text, const std::string& name) {
+Result<std::vector<TraceArrival>> ParseAzureCsv(const std::string& text, const std::string& name,
+                                                int64_t max_prompt_tokens,
+                                                const std::string& max_why) {
+  const std::string format =
+      " (the Azure format: a header TIMESTAMP,ContextTokens,GeneratedTokens, then rows such as "
+      "2023-11-16 18:17:03.9799600,4808,10)";
+  auto error = [&](int64_t line, const std::string& msg) {
+    return Status::Error("bad_trace", name + ":" + std::to_string(line) + ": " + msg);
+  };
   std::vector<TraceArrival> out;
   std::istringstream in(text);
   std::string line;
   int64_t lineno = 0;
-  double t0 = -1;
+  // Columns by header name, so files with extra or reordered columns read right.
+  int col_time = -1, col_ctx = -1, col_gen = -1;
+  size_t num_cols = 0;
+  double t0 = -1, prev = -1;
+  int64_t prev_line = 0;
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    if (lineno == 1 && line.rfind("TIMESTAMP", 0) == 0) continue;
-    const auto c1 = line.find(',');
-    const auto c2 = c1 == std::string::npos ? c1 : line.find(',', c1 + 1);
-    double t = 0;
-    char* end1 = nullptr;
-    char* end2 = nullptr;
-    long long ctx = 0, gen = 0;
-    bool ok = c2 != std::string::npos && ParseTimestamp(line.substr(0, c1), &t);
-    if (ok) {
-      const std::string a = line.substr(c1 + 1, c2 - c1 - 1), b = line.substr(c2 + 1);
-      ctx = std::strtoll(a.c_str(), &end1, 10);
-      gen = std::strtoll(b.c_str(), &end2, 10);
-      ok = !a.empty() && !b.empty() && *end1 == '\0' && *end2 == '\0' && ctx > 0 && gen >= 0;
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::vector<std::string> f = SplitCsv(line);
+    if (col_time < 0) {
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (f[i] == "TIMESTAMP") col_time = static_cast<int>(i);
+        if (f[i] == "ContextTokens") col_ctx = static_cast<int>(i);
+        if (f[i] == "GeneratedTokens") col_gen = static_cast<int>(i);
+      }
+      std::string missing;
+      if (col_time < 0) missing += " TIMESTAMP";
+      if (col_ctx < 0) missing += " ContextTokens";
+      if (col_gen < 0) missing += " GeneratedTokens";
+      if (!missing.empty()) {
+        return error(lineno, "the header lacks the column(s)" + missing + format + ", got \"" +
+                                 line.substr(0, 80) + "\"");
+      }
+      num_cols = f.size();
+      continue;
     }
-    if (!ok) {
-      return Status::Error("bad_trace", name + ":" + std::to_string(lineno) +
-                                            ": expected TIMESTAMP,ContextTokens,GeneratedTokens "
-                                            "(e.g. 2023-11-16 18:17:03.9799600,4808,10), got \"" +
-                                            line.substr(0, 80) + "\"");
+    if (f.size() != num_cols) {
+      return error(lineno, std::to_string(f.size()) + " fields, the header has " +
+                               std::to_string(num_cols) + format);
+    }
+    double t = 0;
+    if (!ParseTimestamp(f[static_cast<size_t>(col_time)], &t)) {
+      return error(lineno, "TIMESTAMP: expected a date and time such as 2023-11-16 "
+                           "18:17:03.9799600, got \"" +
+                               f[static_cast<size_t>(col_time)].substr(0, 40) + "\"");
+    }
+    if (prev >= 0 && t < prev) {
+      return error(lineno, "TIMESTAMP: goes back in time (earlier than line " +
+                               std::to_string(prev_line) +
+                               "); the simulator replays arrivals in file order, so sort the "
+                               "file by TIMESTAMP");
+    }
+    int64_t ctx = 0, gen = 0;
+    const std::string& cs = f[static_cast<size_t>(col_ctx)];
+    if (!ParseCount(cs, &ctx) || ctx <= 0) {
+      return error(lineno, "ContextTokens: expected a positive integer, got \"" +
+                               cs.substr(0, 40) + "\"");
+    }
+    if (ctx > max_prompt_tokens) {
+      return error(lineno, "ContextTokens: " + cs + " is above " +
+                               std::to_string(max_prompt_tokens) + " tokens (" + max_why + ")");
+    }
+    const std::string& gs = f[static_cast<size_t>(col_gen)];
+    if (!ParseCount(gs, &gen)) {
+      return error(lineno, "GeneratedTokens: expected a non-negative integer, got \"" +
+                               gs.substr(0, 40) + "\"");
+    }
+    if (gen > kMaxTracePromptTokens) {
+      return error(lineno, "GeneratedTokens: " + gs + " is above " +
+                               std::to_string(kMaxTracePromptTokens) +
+                               " tokens (kvsim's bound on one request)");
     }
     if (t0 < 0) t0 = t;
+    prev = t;
+    prev_line = lineno;
     TraceArrival a;
     a.time_s = t - t0;
     a.prompt_tokens = ctx;
-    a.output_tokens = std::max<long long>(1, gen);
+    a.output_tokens = std::max<int64_t>(1, gen);
     a.index = out.size();
     out.push_back(a);
   }
+  if (col_time < 0) return Status::Error("bad_trace", name + ": empty file" + format);
   if (out.empty()) return Status::Error("bad_trace", name + ": no requests in the trace");
   return out;
 }
@@ -145,17 +227,35 @@ Result<std::unique_ptr<IWorkload>> TraceWorkload::Open(const WorkloadConfig& con
     const std::string ext = fs::path(path).extension().string();
     format = ext == ".csv" ? "azure" : "jsonl";
   }
+  // A prompt must leave room for one output token below the model's context length.
+  TraceLimits limits;
+  if (config.max_model_len > 0) {
+    limits.max_prompt_tokens = config.max_model_len - 1;
+    limits.why = "max_model_len " + std::to_string(config.max_model_len) +
+                 " less one output token; raise model.max_model_len or drop the request";
+  }
   if (format == "azure") {
-    auto a = ParseAzureCsv(text, path);
+    auto a = ParseAzureCsv(text, path, std::min(limits.max_prompt_tokens, kMaxTracePromptTokens),
+                           limits.why);
     if (!a.ok()) return a.status();
     w->arrivals_ = std::move(a.value());
   } else {
-    auto t = RequestTrace::Parse(text, path);
+    auto t = RequestTrace::Parse(text, path, false, limits);
     if (!t.ok()) return t.status();
     const RequestTrace& tr = t.value();
     if (tr.size() == 0) return Status::Error("bad_trace", path + ": no requests in the trace");
     const double t0 = tr[0].timestamp;
     for (size_t i = 0; i < tr.size(); ++i) {
+      // Arrivals are relative to the first line, so an earlier line later on would arrive
+      // before time 0: a shuffled or concatenated file. Say so instead of reordering.
+      if (i > 0 && tr[i].timestamp < tr[i - 1].timestamp) {
+        return Status::Error("bad_trace",
+                             path + ":" + std::to_string(tr[i].line) +
+                                 ": 'timestamp' goes back in time (earlier than line " +
+                                 std::to_string(tr[i - 1].line) +
+                                 "); the simulator replays arrivals in file order, so sort the "
+                                 "file by timestamp");
+      }
       TraceArrival a;
       a.time_s = (tr[i].timestamp - t0) / 1000.0;  // milliseconds in JSONL traces
       a.prompt_tokens = tr[i].input_length;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/scenario/sim_sections.h"
+#include "sim/trace/request_trace.h"
 #include "sim/workload/i_workload.h"
 
 namespace kvsim {
@@ -32,8 +33,14 @@ struct TraceArrival {
 std::string FindTraceFile(const std::string& path, const std::string& scenario_dir,
                           std::vector<std::string>* tried);
 
-// Parses an Azure CSV (text) into arrivals; errors name `name` and the line.
-Result<std::vector<TraceArrival>> ParseAzureCsv(const std::string& text, const std::string& name);
+// Parses an Azure CSV (text) into arrivals; errors name `name`, the line and the column.
+// Columns are found by their header names (TIMESTAMP, ContextTokens, GeneratedTokens; others
+// are ignored); timestamps must not go back in time; ContextTokens is at most
+// `max_prompt_tokens` (`max_why` says where that bound comes from).
+Result<std::vector<TraceArrival>> ParseAzureCsv(
+    const std::string& text, const std::string& name,
+    int64_t max_prompt_tokens = kMaxTracePromptTokens,
+    const std::string& max_why = "kvsim's bound on one prompt");
 
 class TraceSource;  // the loaded file (defined in the .cc)
 

@@ -34,7 +34,7 @@ TEST_CASE("Trace: both JSONL forms", "[trace]") {
   auto t = RequestTrace::Parse(
       "{\"id\": \"a\", \"tokens\": [5, 6, 7]}\n"
       "\n"
-      "{\"hash_ids\": [2, 0], \"input_length\": 10, \"block_tokens\": 4, \"timestamp\": 3.5, "
+      "{\"hash_ids\": [2, 0, 5], \"input_length\": 10, \"block_tokens\": 4, \"timestamp\": 3.5, "
       "\"output_length\": 9}\n"
       "{\"id\": 17, \"hash_ids\": [1], \"input_length\": 3, \"block_tokens\": 4}\n",
       "t.jsonl");
@@ -48,9 +48,9 @@ TEST_CASE("Trace: both JSONL forms", "[trace]") {
   std::vector<TokenId> p;
   t->PromptTokens(0, p);
   CHECK(p == std::vector<TokenId>{5, 6, 7});
-  // Hash 2 → 8..11, hash 0 → 0..3, then two request-unique padding tokens.
+  // Hash 2 → 8..11, hash 0 → 0..3, hash 5 → 20..23 cut to input_length.
   t->PromptTokens(1, p);
-  CHECK(p == std::vector<TokenId>{8, 9, 10, 11, 0, 1, 2, 3, -2, -2});
+  CHECK(p == std::vector<TokenId>{8, 9, 10, 11, 0, 1, 2, 3, 20, 21});
   t->PromptTokens(2, p);  // truncated to input_length
   CHECK(p == std::vector<TokenId>{4, 5, 6});
 }

@@ -34,6 +34,9 @@ class BlockPoolPanel : public IPanel {
   const std::string& error() const { return error_; }
   void set_capacity(int64_t blocks) { capacity_ = blocks; }
 
+  std::string error(const ViewerContext& ctx) const override {
+    return !error_.empty() ? error_ : IPanel::error(ctx);
+  }
   void Draw(ViewerContext& ctx) override;
 
  private:

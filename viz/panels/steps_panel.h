@@ -41,6 +41,9 @@ class StepsPanel : public IPanel {
   const std::string& error() const { return error_; }
   Status Open(const std::string& path);
 
+  std::string error(const ViewerContext& ctx) const override {
+    return !error_.empty() ? error_ : IPanel::error(ctx);
+  }
   void Draw(ViewerContext& ctx) override;
 
  private:

@@ -22,6 +22,9 @@ class SweepPanel : public IPanel {
            "that splits lines; hover a point for its value";
   }
 
+  std::string error(const ViewerContext& ctx) const override {
+    return !error_.empty() ? error_ : IPanel::error(ctx);
+  }
   void Draw(ViewerContext& ctx) override {
     if (!tried_initial_ && !ctx.sweep_csv.empty()) {
       tried_initial_ = true;
