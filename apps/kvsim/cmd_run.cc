@@ -12,6 +12,7 @@
 // every request (the table shows n/a and says why; stderr too); 2 for bad input, including
 // a run whose every point failed (the first error is printed).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -101,6 +102,8 @@ void RunRun(const RunArgs& a) {
   }
   std::map<int64_t, PointResult> results;
   if (many) InstallStopHandlers();  // a sweep stops between points
+  // Long points show progress on a terminal; never when piped, nor with points in parallel.
+  ShowPointProgress(::isatty(STDERR_FILENO) != 0 && (a.jobs == 1 || !many) && !a.json);
   RunPoints(points.value(), source, a.jobs, point_options, [&](PointResult&& r) {
     CheckPointKind(r, /*cluster=*/false);
     results.emplace(r.index, std::move(r));

@@ -69,6 +69,13 @@ void RunSweepCmd(const SweepArgs& a) {
   auto first = ParseScenario(points->front().tree, a.scenario.scenario);
   if (!first.ok()) return (void)ReportError(first.status(), false);
   if (Status w = CheckWorkload(first->sim.workload); !w.ok()) return (void)ReportError(w, false);
+  // DIR reproduces itself (shards of one sweep write the same two files).
+  const SweepIdentity identity = IdentifySweep(tree.value(), static_cast<int64_t>(points->size()));
+  if (Status p = WriteProvenance(o.out_dir, "sweep", tree.value(), a.scenario, identity.id,
+                                 identity.points);
+      !p.ok()) {
+    return (void)ReportError(p, false);
+  }
   SweepTally tally;
   InstallStopHandlers();
   Status s = RunSweep(tree.value(), a.scenario.scenario, o, std::cerr, &tally);

@@ -23,7 +23,7 @@ int& ExitCode();
 
 // Prints a Status as the CLI does: plain text on stderr, or {"error", "message"} on stdout
 // when `json` is set. Returns the exit code it chose: ExitCodeFor(status).
-// ExitCodeFor: 4 for a failed write (codes io_error, cannot_write), 128 + the signal for
+// ExitCodeFor: 4 for a failed write (io_error, cannot_write, write_failed), 128 + the signal for
 // "interrupted", 2 (bad input) for everything else.
 int ExitCodeFor(const Status& status);
 int ReportError(const Status& status, bool json);

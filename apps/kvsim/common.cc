@@ -40,7 +40,10 @@ void InstallStopHandlers() {
 }
 
 int ExitCodeFor(const Status& status) {
-  if (status.code() == "io_error" || status.code() == "cannot_write") return kExitWriteFailed;
+  if (status.code() == "io_error" || status.code() == "cannot_write" ||
+      status.code() == "write_failed") {
+    return kExitWriteFailed;
+  }
   if (status.code() == "interrupted") return 128 + (g_signal ? g_signal : SIGINT);
   return 2;
 }
@@ -73,11 +76,13 @@ Status ValidateScenario(const Scenario& sc) {
                          sc.source + ": cache.kv_memory_bytes: the KV cache has no usable "
                                      "blocks; give more memory (or cache.num_gpu_blocks)");
   }
+  // The manager's limits are about the pool's size: name the keys that set it.
   auto kv = KvCacheManagerConfigFromPlan(plan.value());
-  if (!kv.ok()) return kv.status();
-  if (Status v = kv->Validate(); !v.ok()) {
+  Status v = kv.ok() ? kv->Validate() : kv.status();
+  if (!v.ok()) {
     return Status::Error(v.code(), sc.source + ": cache.kv_memory_bytes / cache.num_gpu_blocks: " +
-                                       v.message());
+                                       v.message() + " (the pool has " +
+                                       std::to_string(plan->num_blocks) + " blocks)");
   }
   return Status::Ok();
 }

@@ -186,6 +186,7 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
   std::string csv = SweepCsvHeader(keys, /*cluster=*/true) + "\n";
   nlohmann::json jpoints = nlohmann::json::array();
   int64_t failed = 0;
+  int64_t nothing_served = 0;  // points that ran but rejected every request
   for (const auto& [idx, r] : results) {
     const std::string label = SweepPoint{idx, r.labels, {}}.Label();
     csv += SweepCsvRow(r, /*cluster=*/true, o.sweep) + "\n";
@@ -199,6 +200,14 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
       continue;
     }
     const ClusterSummary& s = r.cluster_summary;
+    // Rejected requests are never silent: count them, and a point that served nothing fails.
+    if (s.rejected > 0) {
+      err << fmt::format(
+          "kvsim: warning: {}{} of {} requests rejected (a prompt reaches max_model_len, or "
+          "needs more KV blocks than an instance's cache holds)\n",
+          many ? label + ": " : "", s.rejected, s.arrived);
+      if (s.finished == 0) ++nothing_served;
+    }
     jpoints.push_back({{"point", label}, {"summary", ClusterSummaryToJson(s)}});
     if (many) {
       table += fmt::format(
@@ -212,10 +221,11 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
   }
   int rc = 0;
   if (failed > 0) rc = failed == static_cast<int64_t>(results.size()) ? 2 : 1;
+  if (rc == 0 && nothing_served > 0) rc = 1;
   if (many && !o.out_dir.empty()) {
     if (Status ws = WriteText(fs::path(o.out_dir) / "summary.csv", csv); !ws.ok()) {
       err << "kvsim: error: " << ws.message() << "\n";
-      rc = std::max(rc, 1);
+      rc = 4;  // the CLI's exit code for an output that could not be written
     }
   }
   if (o.json) {

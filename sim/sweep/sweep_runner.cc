@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -84,6 +85,12 @@ std::string FormatDuration(double s) {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "RequestStop runs in signal handlers");
+std::atomic<bool> g_progress{false};
+}  // namespace
+
 PointResult RunPoint(const SweepPoint& point, const std::string& source,
                      const PointOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -121,17 +128,43 @@ PointResult RunPoint(const SweepPoint& point, const std::string& source,
     e.SetTrace(trace.get());
   }
   std::ofstream step_log;
-  StepRecordSink step_sink;
   if (!options.step_log_path.empty()) {
     step_log.open(options.step_log_path);
     if (!step_log) {
       r.status = Status::Error("write_failed", options.step_log_path + ": cannot write");
       return r;
     }
-    step_sink = [&](const StepRecord& rec) { step_log << StepRecordJson(rec) << '\n'; };
-    e.SetStepLog(&step_sink);
   }
+  // Progress of a long point (ShowPointProgress: `kvsim run` on a terminal): from 2 s of wall
+  // time on, one rewritten stderr line a second with the requests finished of the workload's
+  // cap, the simulated time and an ETA. It only reads the step records.
+  const bool progress = g_progress.load();
+  const int64_t cap = sc->sim.workload.num_requests;
+  int64_t finished = 0;
+  bool shown = false;
+  auto last = t0;
+  StepRecordSink step_sink = [&](const StepRecord& rec) {
+    if (step_log.is_open()) step_log << StepRecordJson(rec) << '\n';
+    if (!progress) return;
+    finished += static_cast<int64_t>(rec.finished.size());
+    const auto now = std::chrono::steady_clock::now();
+    if (now - t0 < std::chrono::seconds(2) || now - last < std::chrono::seconds(1)) return;
+    last = now;
+    shown = true;
+    const double el = std::chrono::duration<double>(now - t0).count();
+    const std::string eta =
+        cap > 0 && finished > 0
+            ? FormatDuration(el * static_cast<double>(cap - finished) / static_cast<double>(finished))
+            : "?";
+    std::fprintf(stderr, "\r  %s%lld%s requests finished, %.1f s simulated, %s elapsed, ETA %s  ",
+                 point.labels.empty() ? "" : (point.Label() + ": ").c_str(),
+                 static_cast<long long>(finished),
+                 cap > 0 ? fmt::format(" of {}", cap).c_str() : "", e.now() / 1e9,
+                 FormatDuration(el).c_str(), eta.c_str());
+  };
+  if (step_log.is_open() || progress) e.SetStepLog(&step_sink);
   e.Run();
+  if (shown) std::fputs("\r\033[K", stderr);  // the table follows on a clean line
   if (step_log.is_open()) {
     step_log.close();
     if (!step_log) r.status = Status::Error("write_failed", options.step_log_path + ": write failed");
@@ -195,11 +228,7 @@ std::string SweepCsvRow(const PointResult& r, bool cluster, const SweepIdentity&
   return JoinCsv(fields);
 }
 
-namespace {
-std::atomic<bool> g_stop{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "RequestStop runs in signal handlers");
-}  // namespace
-
+void ShowPointProgress(bool on) { g_progress.store(on); }
 void RequestStop() { g_stop.store(true); }
 bool StopRequested() { return g_stop.load(); }
 

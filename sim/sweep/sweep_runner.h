@@ -72,6 +72,10 @@ std::string SweepCsvRow(const PointResult& r, bool cluster, const SweepIdentity&
 // is set; the points in flight finish, so every finished point is kept.
 void RequestStop();
 bool StopRequested();
+// When on, a single-engine point that runs longer than 2 s prints a progress line (requests
+// finished, simulated time, ETA) to stderr once a second, then clears it. `kvsim run` turns
+// it on when stderr is a terminal and points run one at a time.
+void ShowPointProgress(bool on);
 
 // Runs `points` on `jobs` threads, calling `done` (under a lock) as each finishes; after
 // RequestStop, no further point starts.

@@ -194,4 +194,9 @@ expect "run refuses a pool of 2^30 blocks or more" 2 "cache.kv_memory_bytes" \
 expect "layout refuses a missing required trace, as run does" 2 "cannot find trace" \
   "$kvsim" layout --set "workload={kind: trace, trace: {path: no_such.jsonl}}"
 
+# --- A P/D point that rejects every request says so and exits 1 ---------------------------------
+expect "P/D: every request rejected" 1 "20 of 20 requests rejected" \
+  "$kvsim" run "$root/scenarios/pd_qwen35_hybrid_pack.yaml" --set workload.num_requests=20 \
+  --set "cluster.decode.cache={kv_memory_bytes: 40MiB}"
+
 exit $fail

@@ -60,7 +60,7 @@ TEST_CASE("Trace: bad lines name the line, or are skipped and counted", "[trace]
       "{\"tokens\": [1, 2]}\n"
       "{\"tokens\": [1, \"x\"]}\n"
       "not json\n"
-      "{\"hash_ids\": [1]}\n"
+      "{\"hash_ids\": [1], \"input_length\": 5000}\n"
       "{\"hash_ids\": [-1], \"input_length\": 3}\n"
       "{\"tokens\": [3]}\n";
   auto bad = RequestTrace::Parse(text, "t.jsonl");
@@ -73,8 +73,12 @@ TEST_CASE("Trace: bad lines name the line, or are skipped and counted", "[trace]
   std::vector<TokenId> p;
   skip->PromptTokens(1, p);
   CHECK(p == std::vector<TokenId>{3});
-  auto missing = RequestTrace::Parse("{\"hash_ids\": [1]}\n", "m.jsonl");
-  CHECK(missing.status().message().find("input_length") != std::string::npos);
+  // 5000 tokens need ceil(5000 / 512) = 10 ids, not 1; without input_length one id is 512.
+  auto mismatch = RequestTrace::Parse("{\"hash_ids\": [1], \"input_length\": 5000}\n", "m.jsonl");
+  CHECK(mismatch.status().message().find("input_length") != std::string::npos);
+  auto implied = RequestTrace::Parse("{\"hash_ids\": [1]}\n", "m.jsonl");
+  REQUIRE(implied.ok());
+  CHECK((*implied)[0].input_length == 512);
   auto huge = RequestTrace::Parse("{\"hash_ids\": [99999999], \"input_length\": 5}\n", "h.jsonl");
   CHECK_FALSE(huge.ok());
 }

@@ -28,17 +28,16 @@ TEST_CASE("scenario: num_requests 0 needs a duration or a simulated-time limit",
   CHECK(Load({"workload.num_requests=0", "workload.duration_s=2"}).ok());
   CHECK(Load({"workload.num_requests=0", "run.max_sim_seconds=2"}).ok());
   // A trace ends with its file.
-  CHECK(Load({"workload.num_requests=0", "workload.kind=trace",
-              "workload.trace.path=mooncake_conversation_head60.jsonl"})
+  CHECK(Load({"workload={kind: trace, num_requests: 0, "
+              "trace: {path: mooncake_conversation_head60.jsonl}}"})
             .ok());
 }
 
 TEST_CASE("scenario: trace.required defaults to true", "[scenario]") {
-  auto sc = Load({"workload.kind=trace", "workload.trace.path=x.jsonl"});
+  auto sc = Load({"workload={kind: trace, trace: {path: x.jsonl}}"});
   REQUIRE(sc.ok());
   CHECK(sc->sim.workload.trace.required);
-  auto off = Load({"workload.kind=trace", "workload.trace.path=x.jsonl",
-                   "workload.trace.required=false"});
+  auto off = Load({"workload={kind: trace, trace: {path: x.jsonl, required: false}}"});
   REQUIRE(off.ok());
   CHECK_FALSE(off->sim.workload.trace.required);
 }

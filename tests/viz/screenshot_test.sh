@@ -41,14 +41,13 @@ if timeout 60 "$viz" --set parallel.tp=abc --screenshot "$out/bad.png" > "$out/b
 elif [ $? -ne 2 ]; then
   echo "FAIL bad scenario: exit code not 2"; cat "$out/bad.log"; fail=1
 fi
-# A panel that shows an error (a bad --trace or --sweep, a trace line of 1e12 tokens) still
+# A panel that shows an error (a bad --trace, a missing --sweep, a trace line of 1e12 tokens) still
 # writes its PNG, but exits 2 and names the error, so scripts notice.
 printf 'not json\n' > "$out/bad_trace.jsonl"
 printf '{"hash_ids": [1], "input_length": 1000000000000}\n' > "$out/huge_trace.jsonl"
-printf 'this is not a sweep\n' > "$out/bad_sweep.csv"
 for c in "block_pool --trace $out/bad_trace.jsonl|bad_trace.jsonl:1" \
          "block_pool --trace $out/huge_trace.jsonl|input_length" \
-         "sweep --sweep $out/bad_sweep.csv|bad_sweep.csv"; do
+         "sweep --sweep $out/no_such_sweep.csv|no_such_sweep.csv"; do
   args=${c%%|*} want=${c##*|}
   # shellcheck disable=SC2086
   timeout 120 xvfb-run -a -s "-screen 0 ${size}x24" "$viz" --panel $args --size "$size" \
