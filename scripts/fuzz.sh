@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz/: scenario YAML, model/hardware presets,
-# token/Mooncake JSONL, Azure CSV) with Debian's clang, -fsanitize=fuzzer,address,undefined,
-# in the checked build directory scripts/sanitize.sh configures, and runs each for SECONDS
-# from its seed corpus (CTest label `fuzz`). A crash, sanitizer report, hang (>10 s per
-# input) or accepted invalid input fails.
-# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [BUILD_DIR] [JOBS]   (default 45, build-sanitize)
+# A bounded fuzz run of every input parser (tests/fuzz/: scenario YAML, model/hardware
+# presets, token/Mooncake JSONL, Azure CSV). Each target is linked with the mutation fuzzer
+# tests/fuzz/mutate_main.cc against a build's libraries — by default the ASan + UBSan build
+# of scripts/sanitize.sh, and then with the same sanitizers — and runs N mutated inputs from
+# its seed corpus. A crash, a sanitizer report or an accepted invalid input fails (the input
+# is kept in BUILD_DIR/fuzz/mutate-crash); the slowest input's time is printed (hangs).
+# (-DKVSIM_FUZZ=ON builds the same targets for clang's libFuzzer; see tests/fuzz/CMakeLists.txt.)
+# Usage: scripts/fuzz.sh [N_PER_TARGET] [BUILD_DIR]      (default 20000, build-sanitize)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-45}; dir=${2:-build-sanitize}; jobs=${3:-$(nproc)}
-export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DKVSIM_SANITIZE=ON -DKVSIM_FUZZ=ON \
-  -DKVSIM_ENABLE_CUDA=OFF -DKVSIM_BUILD_VIZ=OFF -DKVSIM_BUILD_BENCH=OFF \
-  -DKVSIM_FUZZ_SECONDS="$seconds" > /dev/null
-cmake --build "$dir" -j "$jobs" --target fuzz_scenario fuzz_preset fuzz_trace_jsonl fuzz_azure_csv
-cd "$dir"
-ctest --output-on-failure -V -L fuzz | grep -E "inputs in|ERROR|ACCEPTED|SUMMARY|tests passed|Failed|reproducers"
+n=${1:-20000}; build=${2:-build-sanitize}
+san=()
+if grep -q "KVSIM_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
+  san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+fi
+out=$build/fuzz; mkdir -p "$out"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for t in fuzz_scenario fuzz_preset fuzz_trace_jsonl fuzz_azure_csv; do
+  if [ ! -x "$out/$t" ] || [ "$out/$t" -ot "$build/sim/libkvsim_sim.a" ] ||
+     [ "$out/$t" -ot "tests/fuzz/$t.cc" ] || [ "$out/$t" -ot tests/fuzz/mutate_main.cc ]; then
+    g++ -std=c++20 -O2 -g "${san[@]}" -I. "tests/fuzz/$t.cc" tests/fuzz/mutate_main.cc -o "$out/$t" \
+      "$build/sim/libkvsim_sim.a" "$build/core/libkvsim_core.a" -lfmt -lyaml-cpp -lxxhash -lpthread
+  fi
+  (cd "$out" && timeout 1200 ./"$t" "$OLDPWD/tests/fuzz/corpus/$t" "$n" 1 | sed "s/^/$t: /") || {
+    echo "$t: FAILED (the input is in $out/mutate-crash)"; exit 1; }
+done

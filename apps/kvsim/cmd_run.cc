@@ -115,7 +115,7 @@ void RunRun(const RunArgs& a) {
   nlohmann::ordered_json jpoints = nlohmann::ordered_json::array();
   for (auto& [idx, r] : results) {
     TableRow row;
-    row.label = many ? SweepPoint{idx, r.labels, {}}.Label() : first->name;
+    row.label = many ? LabelOf(r.labels) : first->name;
     row.ok = r.status.ok();
     row.error = r.status.message();
     row.block_size = r.block_size;

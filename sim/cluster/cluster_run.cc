@@ -188,7 +188,7 @@ int RunClusterPoints(const std::vector<SweepPoint>& points, const std::string& s
   int64_t failed = 0;
   int64_t nothing_served = 0;  // points that ran but rejected every request
   for (const auto& [idx, r] : results) {
-    const std::string label = SweepPoint{idx, r.labels, {}}.Label();
+    const std::string label = LabelOf(r.labels);
     csv += SweepCsvRow(r, /*cluster=*/true, o.sweep) + "\n";
     if (!r.status.ok()) {
       ++failed;

@@ -468,7 +468,7 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
         } else {
           log << fmt::format("sweep: point {} done ({}/{}) {} [{}] {:.1f}s, ETA {}\n", r.index,
                              finished, total, r.status.ok() ? "ok" : "error",
-                             SweepPoint{r.index, r.labels, {}}.Label(), r.wall_s,
+                             LabelOf(r.labels), r.wall_s,
                              FormatDuration(eta));
         }
       });

@@ -29,6 +29,10 @@ struct SweepPoint {
   std::string Label() const;  // "cache.attn_pack_size=2 cache.block_size=16"
 };
 
+// "key=value key=value" of a point's labels (what SweepPoint::Label() prints), for callers
+// that hold only the labels.
+std::string LabelOf(const std::vector<std::pair<std::string, std::string>>& labels);
+
 // The sweep's key paths in column order (empty when there is no sweep).
 Result<std::vector<std::string>> SweepKeys(const ConfigNode& tree);
 
