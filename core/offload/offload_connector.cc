@@ -255,6 +255,8 @@ std::vector<StoreJob> OffloadConnector::BuildStoreJobs(
   std::vector<StoreJob> out;
   for (const StoreCandidate* c : in_order) {
     const OffloadRequestView& req = c->req;
+    // A finished request whose state is gone has nothing left to store.
+    if (c->kind == StoreCandidate::Kind::kFinished && !has_request(req.id)) continue;
     RequestState& st = StateOf(req);
     int64_t offloadable =
         std::min(req.num_computed_tokens + c->num_scheduled_tokens, req.num_tokens);
@@ -323,6 +325,15 @@ std::vector<StoreJob> OffloadConnector::BuildStoreJobs(
     jobs_.emplace(job.id, Job{req.id, true, job.keys});
     out.push_back(std::move(job));
   }
+  // Finished requests have now had the step that reports them finished; forget those whose
+  // copies are done.
+  std::vector<OffloadRequestId> done;
+  for (auto& [id, st] : reqs_) {
+    if (!st.finished) continue;
+    st.store_step_seen = true;
+    if (st.jobs.empty()) done.push_back(id);
+  }
+  for (OffloadRequestId id : done) reqs_.erase(id);
   return out;
 }
 
@@ -354,7 +365,9 @@ void OffloadConnector::RequestFinished(OffloadRequestId id) {
 
 void OffloadConnector::MaybeForget(OffloadRequestId id) {
   auto rs = reqs_.find(id);
-  if (rs != reqs_.end() && rs->second.finished && rs->second.jobs.empty()) reqs_.erase(rs);
+  if (rs != reqs_.end() && rs->second.finished && rs->second.store_step_seen &&
+      rs->second.jobs.empty())
+    reqs_.erase(rs);
 }
 
 int64_t OffloadConnector::next_stored_block_idx(OffloadRequestId id, int group) const {

@@ -18,7 +18,10 @@
 //     The worker submits those stores at the start of step k+1 (never delaying step k).
 //   a model output that reports a finished copy:
 //     CompleteJob(id)                         update_connector_output (complete_store/_load)
-//   a request finishes:   RequestFinished(id)   (its in-flight stores still complete later)
+//   a request finishes:   RequestFinished(id)   with the step's outputs; its in-flight stores
+//                         still complete later
+//   a running request is preempted: vLLM flushes its in-flight stores before the step runs
+//                         (InFlightJobs tells which); on resume it is looked up again.
 //   a loaded request is promoted: its computed tokens become ComputedTokensAfterLoad(...).
 //
 // Requests are described by OffloadRequestView, a plain struct (no dependency on sim/).
@@ -188,8 +191,9 @@ class OffloadConnector {
   // (visible to lookups from the next schedule()); a load unpins its source blocks.
   void CompleteJob(OffloadJobId id);
 
-  // request_finished: the request is gone from the scheduler. Its state is dropped once its
-  // in-flight jobs complete.
+  // request_finished: called when the request finishes (with the step's outputs, before the
+  // next schedule()). Its state is kept through the next BuildStoreJobs (latest visits the
+  // requests finished in the step) and until its in-flight copies complete.
   void RequestFinished(OffloadRequestId id);
 
   // After a load covering every known token (g + e == num_tokens), vLLM recomputes the last
@@ -221,6 +225,7 @@ class OffloadConnector {
     int64_t gpu_hit_tokens = 0;  // g of the last lookup
     std::unordered_set<OffloadJobId> jobs;
     bool finished = false;
+    bool store_step_seen = false;  // a BuildStoreJobs ran since it finished
   };
   struct Job {
     OffloadRequestId request;

@@ -426,6 +426,7 @@ void ParseCacheSections(ConfigReader& root, Scenario& sc) {
                     ? VllmSemantics::kClassic
                     : VllmSemantics::kLatest;
   c.max_model_len = r.Int("max_model_len", 0, "context length; 0 = the model's", 0);
+  ParseOffloadSection(r, sc.offload);
   r.Finish();
 
   ConfigReader s = root.Map("scheduler", "scheduler budgets (vLLM SchedulerConfig)");

@@ -2,7 +2,10 @@
 // of kv-offload.md §2–§9, with expected values worked out by hand from the reference.
 #include <catch2/catch_test_macros.hpp>
 
+#include <algorithm>
+#include <map>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "core/offload/arc_policy.h"
@@ -408,6 +411,72 @@ TEST_CASE("Config validation mirrors vLLM's asserts", "[offload]") {
   CHECK_FALSE(cfg.Validate().ok());
   cfg = Cfg(16, 0, 8);
   CHECK_FALSE(cfg.Validate().ok());
+}
+
+// Randomized driver: requests sharing prefixes are looked up, loaded, prefilled in chunks and
+// stored, with copies completing in random order. After every call the tier's invariants hold,
+// no eviction takes a block that a pending load reads, and a load never reads a block that
+// is not ready.
+TEST_CASE("Randomized connector runs keep the tier consistent", "[offload]") {
+  for (auto policy : {CpuEvictionPolicyKind::kLru, CpuEvictionPolicyKind::kArc}) {
+    std::mt19937_64 rng(policy == CpuEvictionPolicyKind::kLru ? 3 : 5);
+    auto rnd = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+    OffloadConnector c(Cfg(16, 2, 24, policy));
+    std::vector<Req> reqs;
+    std::vector<OffloadJobId> jobs;
+    std::map<OffloadJobId, std::vector<OffloadKey>> loads;
+    for (int it = 0; it < 600; ++it) {
+      const int op = rnd(4);
+      if (op == 0 || reqs.empty()) {
+        // A new request: one of 4 shared prefixes plus a private tail.
+        const int prefix = rnd(4);
+        Req r(it, Range(prefix * 10000, 32 * (1 + prefix)));
+        r.Append(rnd(100), 500000 + it * 1000);
+        const int64_t n = static_cast<int64_t>(r.tokens.size());
+        const int64_t g = std::min<int64_t>(16 * rnd(4), (n - 1) / 16 * 16);
+        const CpuHit h = c.Lookup(r.View(), g);
+        if (h.deferred) continue;
+        REQUIRE(g + h.tokens <= n);
+        if (h.tokens > 0) REQUIRE((g + h.tokens) % 32 == 0);
+        if (auto load = c.OnAllocated(r.View(), g, h.tokens)) {
+          for (const auto& k : load->keys) REQUIRE(c.tier().Find(k)->ready());
+          loads[load->id] = load->keys;
+          jobs.push_back(load->id);
+        }
+        r.computed = h.tokens > 0 ? OffloadConnector::ComputedTokensAfterLoad(n, g + h.tokens) : g;
+        reqs.push_back(std::move(r));
+      } else if (op == 1) {
+        // A step: some requests get a chunk.
+        std::vector<StoreCandidate> cands;
+        for (auto& r : reqs) {
+          const int64_t left = static_cast<int64_t>(r.tokens.size()) - r.computed;
+          if (left <= 0 || rnd(2) == 0) continue;
+          cands.push_back({r.View(), std::min<int64_t>(left, 1 + rnd(64)),
+                           StoreCandidate::Kind::kRunning, {}});
+        }
+        const auto order = StoreVisitOrder(VllmSemantics::kClassic, cands);
+        for (const StoreJob& j : c.BuildStoreJobs(order)) {
+          for (const auto& e : j.evicted)
+            for (const auto& [id, keys] : loads)
+              REQUIRE(std::find(keys.begin(), keys.end(), e.key) == keys.end());
+          jobs.push_back(j.id);
+        }
+        for (auto& cand : cands)
+          for (auto& r : reqs)
+            if (r.id == cand.req.id) r.computed += cand.num_scheduled_tokens;
+      } else if (op == 2 && !jobs.empty()) {
+        const size_t i = static_cast<size_t>(rnd(static_cast<int>(jobs.size())));
+        c.CompleteJob(jobs[i]);
+        loads.erase(jobs[i]);
+        jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(i));
+      } else if (op == 3 && !reqs.empty()) {
+        const size_t i = static_cast<size_t>(rnd(static_cast<int>(reqs.size())));
+        c.RequestFinished(reqs[i].id);
+        reqs.erase(reqs.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      c.tier().CheckInvariants();
+    }
+  }
 }
 
 }  // namespace
