@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   kvsim::cli::RegisterList(app);
   kvsim::cli::RegisterGpuValidate(app);
   kvsim::cli::RegisterReplay(app);
+  kvsim::cli::RegisterSchedule(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
