@@ -56,5 +56,11 @@ check "offload flags without tier" 2 "$kvsim" replay "$tok" --block-size 16 --nu
 check "offload mamba align" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 \
   --hybrid mamba-align --num-cpu-blocks 50
 "$kvsim" list | grep -q 'cache.offload.num_cpu_blocks' || { echo "FAIL list lacks cache.offload"; fail=1; }
+printf 'name: off\nmodel: {preset: llama-3.1-8b}\ncache:\n  offload: {num_cpu_blocks: 500, eviction_policy: arc}\n' > "$tmp/off.yaml"
+"$kvsim" replay "$tok" --block-size 16 --num-blocks 200 --scenario "$tmp/off.yaml" \
+  | grep -q 'CPU tier: 500 blocks of 16 tokens, arc' || { echo "FAIL scenario cache.offload"; fail=1; }
+check "scenario offload plus flags" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 200 \
+  --scenario "$tmp/off.yaml" --store-threshold 2
+check "run refuses cache.offload" 2 "$kvsim" run "$tmp/off.yaml"
 check "offload curve" 2 "$kvsim" replay "$tok" --block-size 16 --curve --num-cpu-blocks 50
 exit $fail
