@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "core/check.h"
 #include "core/int_math.h"
@@ -218,6 +219,15 @@ struct KvCacheManager::Impl {
   bool sparse_retention = false;
   int64_t retention = KvCacheManagerConfig::kRetentionDense;
   std::vector<uint8_t> mask;
+  // Mamba states cached in the current step, as (hash, group); tracked once NewStepStarts
+  // has been called.
+  bool step_tracking = false;
+  std::vector<std::pair<BlockHash, int32_t>> cached_this_step;
+  bool CachedThisStep(BlockHash hv, int32_t g) const {
+    for (const auto& e : cached_this_step)
+      if (e.first == hv && e.second == g) return true;
+    return false;
+  }
 };
 
 KvCacheManager::KvCacheManager(const KvCacheManagerConfig& config)
@@ -582,6 +592,17 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
   auto hit_of = [&](size_t g) -> std::span<const BlockId> {
     return use_hit ? std::span<const BlockId>(m.hit_blocks[g]) : std::span<const BlockId>(kEmpty);
   };
+  // A Mamba hit on a state another request cached in this very step waits a step.
+  if (use_hit && m.step_tracking && !m.cached_this_step.empty()) {
+    const std::vector<BlockHash>& hashes = r.hasher.hashes();
+    for (size_t g = 0; g < ng; ++g) {
+      const auto& hb = m.hit_blocks[g];
+      if (config_.groups[g].kind != KvGroupKind::kMamba || hb.empty()) continue;
+      const int64_t last = static_cast<int64_t>(hb.size()) * m.hash_ratio[g] - 1;
+      if (m.CachedThisStep(hashes[static_cast<size_t>(last)], static_cast<int32_t>(g)))
+        return false;
+    }
+  }
   const int64_t free = pool_.num_free_blocks();
   if (full_sequence_must_fit) {
     int64_t whole = r.hasher.num_tokens();
@@ -694,7 +715,15 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
     const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(r.blocks[g].size()));
     const int64_t j0 = r.num_cached[g];
     if (nfull > j0) {
-      if (!m.sparse_retention || !RetentionMask(g, r, j0, nfull, m.mask)) {
+      const bool dense = !m.sparse_retention || !RetentionMask(g, r, j0, nfull, m.mask);
+      if (m.step_tracking && config_.groups[g].kind == KvGroupKind::kMamba) {
+        for (int64_t j = j0; j < nfull; ++j)
+          if (r.blocks[g][static_cast<size_t>(j)] != kNullBlock &&
+              (dense || m.mask[static_cast<size_t>(j - j0)]))
+            m.cached_this_step.emplace_back(hashes[static_cast<size_t>((j + 1) * k - 1)],
+                                            static_cast<int32_t>(g));
+      }
+      if (dense) {
         pool_.CacheBlocks(r.blocks[g].data() + j0, hashes.data() + (j0 + 1) * k - 1, k,
                           nfull - j0, static_cast<int32_t>(g));
       } else {
@@ -708,6 +737,11 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
     }
     r.num_cached[g] = std::max(r.num_cached[g], nfull);
   }
+}
+
+void KvCacheManager::NewStepStarts() {
+  impl_->step_tracking = true;
+  impl_->cached_this_step.clear();
 }
 
 void KvCacheManager::Free(RequestHandle h) {

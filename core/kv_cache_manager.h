@@ -54,8 +54,9 @@
 //   - [latest] the shared-prefix junction: a lookup whose lagging sparse group stops short of
 //     the longest single-group hit remembers that longest hit on the request; the retention
 //     mask keeps it and MambaAlignedSplit ends a prefill chunk there (floored to a block).
-// Not modelled: the Mamba "hit cached in the current step is deferred" rule (§5.4), partial
-// (sub-block) hits of a finer prefix_match_unit, and connector-loaded blocks.
+// The Mamba "hit cached in the current step is deferred" rule (§5.4) applies once a stepping
+// caller calls NewStepStarts (replay never does). Not modelled: partial (sub-block) hits of a
+// finer prefix_match_unit, and connector-loaded blocks.
 #pragma once
 
 #include <cstdint>
@@ -216,6 +217,13 @@ class KvCacheManager {
   // min(num_tokens, its appended tokens). AllocateSlots does this for the tokens it covers;
   // async scheduling also calls it when a step's outputs arrive for a running request.
   void CacheBlocks(RequestHandle h, int64_t num_tokens);
+
+  // vLLM's new_step_starts, called by a stepping scheduler at the start of every step. From
+  // the first call on, a Mamba hit whose state block was cached during the current step is
+  // deferred (§5.4, MambaManager.cached_blocks_this_step): AllocateSlots with that hit
+  // returns false, as vLLM's "not enough blocks", so the request waits a step. [latest]
+  // only states that actually got a hash count. Never called (replay): no deferral.
+  void NewStepStarts();
 
   // Frees every block of the request in reverse order (group by group); the request keeps its
   // hashes (preemption by recompute). Idempotent.

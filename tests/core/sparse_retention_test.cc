@@ -259,6 +259,37 @@ TEST_CASE("LH 6 the latest Mamba align split, stop by stop", "[retention][split]
   }
 }
 
+TEST_CASE("LH 7 a Mamba hit on a state cached in the same step waits a step", "[retention]") {
+  const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
+  auto cfg = KvCacheManagerConfigFromHybrid("mamba-align", 16, 200);
+  REQUIRE(cfg.ok());
+  cfg->semantics = sem;
+  for (const bool stepping : {false, true}) {
+    KvCacheManager m(cfg.value());
+    if (stepping) m.NewStepStarts();
+    // A: 100 tokens in chunks 96 + 4; the state at 96 is cached in this step.
+    const RequestHandle a = m.AddRequest(Range(0, 100));
+    REQUIRE(m.AllocateSlots(a, 0, 96));
+    REQUIRE(m.AllocateSlots(a, 96, 4));
+    // B: the same prompt hits 96 (full blocks 0–5, Mamba state 5).
+    const RequestHandle b = m.AddRequest(Range(0, 100));
+    PrefixHit hit = m.GetComputedBlocks(b, 0);
+    REQUIRE(hit.num_tokens == 96);
+    // With steps, that state is from this step: B is refused, and changes nothing.
+    const int64_t free_before = m.num_free_blocks();
+    CHECK(m.AllocateSlots(b, 0, 4, 96) == !stepping);
+    if (stepping) {
+      CHECK(m.num_free_blocks() == free_before);
+      m.CheckInvariants();
+      m.NewStepStarts();  // next step: the same hit is admitted
+      hit = m.GetComputedBlocks(b, 0);
+      REQUIRE(hit.num_tokens == 96);
+      CHECK(m.AllocateSlots(b, 0, 4, 96));
+    }
+    m.CheckInvariants();
+  }
+}
+
 TEST_CASE("Retention settings: profile defaults and validation", "[retention]") {
   KvCacheManagerConfig c = Hybrid("swa:33", KvCacheManagerConfig::kRetentionProfileDefault);
   CHECK(c.effective_retention_interval() == 0);
