@@ -27,6 +27,7 @@ struct ScenarioArgs {
 };
 void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
 
+void RegisterCalibrate(CLI::App& app);
 void RegisterGpuValidate(CLI::App& app);
 void RegisterLayout(CLI::App& app);
 void RegisterList(CLI::App& app);
