@@ -619,22 +619,29 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
   }
 
   // 3. Cache the newly full blocks (never beyond the request's real tokens).
-  if (config_.enable_caching) {
-    int64_t to_cache = std::min(total_computed + num_new_tokens, r.hasher.num_tokens());
-    if (ng > 1) to_cache = to_cache / m.sched_block * m.sched_block;
-    const std::vector<BlockHash>& hashes = r.hasher.hashes();
-    for (size_t g = 0; g < ng; ++g) {
-      const int64_t B = config_.groups[g].block_size;
-      const int64_t k = m.hash_ratio[g];
-      const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(r.blocks[g].size()));
-      const int64_t j0 = r.num_cached[g];
-      if (nfull > j0)
-        pool_.CacheBlocks(r.blocks[g].data() + j0, hashes.data() + (j0 + 1) * k - 1, k,
-                          nfull - j0, static_cast<int32_t>(g));
-      r.num_cached[g] = std::max(r.num_cached[g], nfull);
-    }
-  }
+  CacheBlocks(h, total_computed + num_new_tokens);
   return true;
+}
+
+void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
+  if (!config_.enable_caching) return;
+  Impl& m = *impl_;
+  RequestState& r = m.reqs[static_cast<size_t>(h)];
+  KVSIM_CHECK(r.live);
+  const size_t ng = config_.groups.size();
+  int64_t to_cache = std::min(num_tokens, r.hasher.num_tokens());
+  if (ng > 1) to_cache = to_cache / m.sched_block * m.sched_block;
+  const std::vector<BlockHash>& hashes = r.hasher.hashes();
+  for (size_t g = 0; g < ng; ++g) {
+    const int64_t B = config_.groups[g].block_size;
+    const int64_t k = m.hash_ratio[g];
+    const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(r.blocks[g].size()));
+    const int64_t j0 = r.num_cached[g];
+    if (nfull > j0)
+      pool_.CacheBlocks(r.blocks[g].data() + j0, hashes.data() + (j0 + 1) * k - 1, k,
+                        nfull - j0, static_cast<int32_t>(g));
+    r.num_cached[g] = std::max(r.num_cached[g], nfull);
+  }
 }
 
 void KvCacheManager::Free(RequestHandle h) {

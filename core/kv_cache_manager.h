@@ -175,6 +175,11 @@ class KvCacheManager {
                      int64_t num_new_computed_tokens = 0, int64_t num_lookahead_tokens = 0,
                      bool full_sequence_must_fit = false);
 
+  // vLLM's cache_blocks(request, num_tokens): caches the request's full blocks up to
+  // min(num_tokens, its appended tokens). AllocateSlots does this for the tokens it covers;
+  // async scheduling also calls it when a step's outputs arrive for a running request.
+  void CacheBlocks(RequestHandle h, int64_t num_tokens);
+
   // Frees every block of the request in reverse order (group by group); the request keeps its
   // hashes (preemption by recompute). Idempotent.
   void Free(RequestHandle h);

@@ -19,18 +19,19 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   std::string note;
   auto wl = MakeWorkload(sc.sim.workload, sc.seed, &note);
   if (!wl.ok()) return wl.status();
+  const SchedulerParams params =
+      EngineSchedulerParams(sc, plan.value(), kvc.value(), sc.cache.num_speculative_tokens);
   std::unique_ptr<Engine> e(
-      new Engine(sc, std::move(plan.value()), kvc.value(), std::move(wl.value())));
+      new Engine(sc, std::move(plan.value()), kvc.value(), params, std::move(wl.value())));
   e->workload_note_ = note;
   return e;
 }
 
 Engine::Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig& kv_config,
-               std::unique_ptr<IWorkload> workload)
+               const SchedulerParams& params, std::unique_ptr<IWorkload> workload)
     : sc_(sc),
       plan_(std::move(plan)),
-      mgr_(kv_config),
-      adapter_(&mgr_),
+      inst_(kv_config, params),
       cost_(sc_.model, plan_, sc_.sim.hardware),
       workload_(std::move(workload)),
       metrics_(static_cast<Tick>(sc_.sim.metrics.kv_sample_interval_ms * kTicksPerMs)),
@@ -38,7 +39,6 @@ Engine::Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig&
   sc_.tree = ConfigNode();  // the parsed structs are all the engine needs
   workload_desc_ = workload_->Describe();
   num_spec_ = sc_.cache.num_speculative_tokens;
-  params_ = EngineSchedulerParams(sc_, plan_, kv_config, num_spec_);
   if (sc_.sim.run.max_sim_seconds > 0) {
     stop_at_ = static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond);
   }
@@ -97,7 +97,8 @@ void Engine::Run() {
         break;
     }
   }
-  metrics_.Lookups(mgr_.stats().requests, mgr_.stats().query_tokens, mgr_.stats().hit_tokens);
+  const PrefixCacheStats& st = inst_.kv().stats();
+  metrics_.Lookups(st.requests, st.query_tokens, st.hit_tokens);
 }
 
 void Engine::OnArrival(int64_t id) {
@@ -110,7 +111,6 @@ void Engine::OnArrival(int64_t id) {
   r.id = id;
   r.arrival_tick = now_;
   r.num_prompt_tokens = static_cast<int64_t>(l->spec.prompt.size());
-  r.num_tokens = r.num_prompt_tokens;
   r.max_output_tokens = std::max<int64_t>(1, l->spec.max_output_tokens);
   RequestRecord& rec = metrics_.Arrive(id);
   rec.group = l->spec.group;
@@ -118,13 +118,12 @@ void Engine::OnArrival(int64_t id) {
   rec.arrival = l->spec.arrival;
   rec.prompt_tokens = r.num_prompt_tokens;
   if (static_cast<size_t>(id) >= live_.size()) live_.resize(static_cast<size_t>(id) + 1);
-  if (r.num_prompt_tokens < 1 || r.num_prompt_tokens >= params_.max_model_len ||
-      mgr_.BlocksNeededFresh(r.num_prompt_tokens) > plan_.usable_blocks()) {
+  if (r.num_prompt_tokens < 1 || r.num_prompt_tokens >= inst_.params().max_model_len ||
+      inst_.kv().BlocksNeededFresh(r.num_prompt_tokens) > plan_.usable_blocks()) {
     Reject(*l);
     return;
   }
-  r.kv_handle = mgr_.AddRequest(l->spec.prompt);
-  state_.AddWaiting(&l->req, params_.policy);
+  inst_.Add(&l->req, l->spec.prompt);
   live_[static_cast<size_t>(id)] = std::move(l);
   RequestSchedule();
 }
@@ -149,27 +148,27 @@ void Engine::EndForWorkload(const RequestSpec& spec, int64_t output_tokens) {
 
 void Engine::OnSchedule() {
   if (step_in_flight_) return;
-  if (state_.running.empty() && state_.waiting.empty()) return;
-  Schedule(params_, state_, adapter_, step_);
+  if (inst_.idle()) return;
+  inst_.Decide(step_);
   for (SimRequest* p : step_.preempted) {
     metrics_.Preemption();
     metrics_.record(p->id).preemptions = p->num_preemptions;
     if (trace_) trace_->RequestInstant(p->id, "preempted", now_);
   }
   if (step_.empty()) {
-    if (state_.running.empty() && !state_.waiting.empty()) {
+    const SchedulerState& state = inst_.state();
+    if (state.running.empty() && !state.waiting.empty()) {
       // Nothing runs and the head of the queue still cannot be admitted: it never will be
       // (the cache is as empty as it gets). Reject it so the run cannot hang.
-      SimRequest* head = state_.waiting.front();
-      state_.waiting.pop_front();
+      SimRequest* head = state.waiting.front();
       Live& l = *live_[static_cast<size_t>(head->id)];
-      mgr_.RemoveRequest(head->kv_handle);
+      inst_.Drop(head);
       Reject(l);
       live_[static_cast<size_t>(head->id)].reset();
       RequestSchedule();
       return;
     }
-    KVSIM_CHECK_MSG(state_.running.empty(), "running requests but an empty step");
+    KVSIM_CHECK_MSG(state.running.empty(), "running requests but an empty step");
     return;
   }
   cost_.Begin();
@@ -193,6 +192,7 @@ void Engine::OnSchedule() {
                  static_cast<int64_t>(step_.scheduled.size()), admitted,
                  static_cast<int64_t>(step_.preempted.size()));
   }
+  if (step_log_) RecordStep(dt);
   step_start_ = now_;
   step_in_flight_ = true;
   queue_.Push(now_ + dt, EventKind::kStepEnd);
@@ -200,68 +200,81 @@ void Engine::OnSchedule() {
 
 void Engine::OnStepEnd() {
   step_in_flight_ = false;
-  bool any_finished = false;
   const int64_t vocab = workload_->vocab_size();
   // Tokens reach the user after the output processor has handled the step's outputs.
   int64_t emitting = 0;
-  for (const ScheduledChunk& c : step_.scheduled) {
-    if (c.req->num_computed_tokens >= c.req->num_tokens) ++emitting;
-  }
+  for (const ScheduledChunk& c : step_.scheduled) emitting += c.samples ? 1 : 0;
   const Tick seen = now_ + cost_.OutputNanos(emitting);
-  for (const ScheduledChunk& c : step_.scheduled) {
-    SimRequest& r = *c.req;
-    if (r.num_computed_tokens < r.num_tokens) continue;  // a prefill chunk mid-prompt
-    // Verify the drafts: accepted left to right until the first rejection.
-    int64_t accepted = 0;
-    if (c.num_spec_tokens > 0) {
-      accepted = VerifyDrafts(r, c.num_spec_tokens, sc_.sim.spec.acceptance_rate, accept_rng_);
-      metrics_.SpecDrafts(c.num_spec_tokens, accepted);
+  finished_buf_.clear();
+  inst_.ApplyTokens(
+      step_,
+      [&](SimRequest& r, const ScheduledChunk& c, std::vector<TokenId>& tokens) {
+        // Verify the drafts: accepted left to right until the first rejection.
+        int64_t accepted = 0;
+        if (c.num_spec_tokens > 0) {
+          accepted =
+              VerifyDrafts(r, c.num_spec_tokens, sc_.sim.spec.acceptance_rate, accept_rng_);
+          metrics_.SpecDrafts(c.num_spec_tokens, accepted);
+        }
+        const int64_t gen =
+            std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
+        Live& l = *live_[static_cast<size_t>(r.id)];
+        for (int64_t k = 0; k < gen; ++k) {
+          tokens.push_back(OutputToken(l.spec.output_seed, r.num_output_tokens + k, vocab));
+        }
+        RequestRecord& rec = metrics_.record(r.id);
+        if (rec.first_token < 0) {
+          rec.first_token = seen;
+          if (trace_) trace_->RequestPhase(r.id, "prefill", rec.first_scheduled, now_);
+        }
+        metrics_.Emission(l.last_emit, seen);
+        l.last_emit = seen;
+        r.num_spec_tokens = 0;
+      },
+      finished_buf_);
+  if (num_spec_ > 0) {
+    for (const ScheduledChunk& c : step_.scheduled) {
+      SimRequest& r = *c.req;
+      if (c.samples && r.status != RequestStatus::kFinished) {
+        r.num_spec_tokens = NextStepDrafts(r, num_spec_);
+      }
     }
-    const int64_t gen = std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
-    Live& l = *live_[static_cast<size_t>(r.id)];
-    token_buf_.clear();
-    for (int64_t k = 0; k < gen; ++k) {
-      token_buf_.push_back(OutputToken(l.spec.output_seed, r.num_output_tokens + k, vocab));
-    }
-    RequestRecord& rec = metrics_.record(r.id);
-    if (rec.first_token < 0) {
-      rec.first_token = seen;
-      if (trace_) trace_->RequestPhase(r.id, "prefill", rec.first_scheduled, now_);
-    }
-    metrics_.Emission(l.last_emit, seen);
-    l.last_emit = seen;
-    r.num_output_tokens += gen;
-    r.num_tokens += gen;
-    r.num_spec_tokens = 0;
-    if (r.num_output_tokens >= r.max_output_tokens || r.num_tokens >= params_.max_model_len) {
-      r.status = RequestStatus::kFinished;
-      any_finished = true;
-      continue;
-    }
-    mgr_.AppendTokens(r.kv_handle, token_buf_);
-    if (num_spec_ > 0) r.num_spec_tokens = NextStepDrafts(r, num_spec_);
   }
-  metrics_.StepEnd(step_start_, now_, mgr_.usage(), static_cast<int64_t>(state_.running.size()),
-                   static_cast<int64_t>(state_.waiting.size()));
+  const SchedulerState& state = inst_.state();
+  metrics_.StepEnd(step_start_, now_, inst_.kv().usage(),
+                   static_cast<int64_t>(state.running.size()),
+                   static_cast<int64_t>(state.waiting.size()));
   if (trace_ && !metrics_.kv_series().empty() && metrics_.kv_series().back().tick == now_) {
     const KvSample& s = metrics_.kv_series().back();
     trace_->Counters(now_, s.usage, s.running, s.waiting);
   }
-  if (any_finished) {
-    auto& run = state_.running;
-    std::vector<SimRequest*> done;
-    run.erase(std::remove_if(run.begin(), run.end(),
-                             [&](SimRequest* p) {
-                               if (p->status != RequestStatus::kFinished) return false;
-                               done.push_back(p);
-                               return true;
-                             }),
-              run.end());
-    for (SimRequest* p : done) Finish(*live_[static_cast<size_t>(p->id)]);
+  if (step_log_) {
+    for (SimRequest* p : finished_buf_) step_record_.finished.push_back(static_cast<int32_t>(p->id));
+    (*step_log_)(step_record_);
   }
+  inst_.ReleaseFinished(finished_buf_);
+  for (SimRequest* p : finished_buf_) Finish(*live_[static_cast<size_t>(p->id)]);
   step_.scheduled.clear();
   step_.preempted.clear();
   RequestSchedule();
+}
+
+void Engine::RecordStep(Tick dt) {
+  StepRecord& rec = step_record_;
+  rec = StepRecord{};
+  rec.step = step_index_++;
+  for (const ScheduledChunk& c : step_.scheduled) {
+    const auto id = static_cast<int32_t>(c.req->id);
+    rec.scheduled.push_back({id, c.num_tokens, c.num_computed_before, c.new_admission ? c.hit_tokens : -1});
+    if (c.new_admission) (c.resumed ? rec.resumed : rec.admitted_new).push_back(id);
+  }
+  for (SimRequest* p : step_.preempted) rec.preempted.push_back(static_cast<int32_t>(p->id));
+  rec.num_free_blocks = inst_.kv().num_free_blocks();
+  rec.running = static_cast<int64_t>(inst_.state().running.size());
+  rec.waiting = static_cast<int64_t>(inst_.state().waiting.size());
+  rec.num_scheduled_tokens = step_.num_scheduled_tokens;
+  rec.t_start_ns = now_;
+  rec.t_end_ns = now_ + dt;
 }
 
 void Engine::Finish(Live& l) {
@@ -271,7 +284,6 @@ void Engine::Finish(Live& l) {
   rec.output_tokens = l.req.num_output_tokens;
   rec.preemptions = l.req.num_preemptions;
   if (trace_) trace_->RequestPhase(id, "decode", rec.first_token, now_);
-  mgr_.RemoveRequest(l.req.kv_handle);
   EndForWorkload(l.spec, l.req.num_output_tokens);
   live_[static_cast<size_t>(id)].reset();
 }

@@ -30,7 +30,8 @@
 #include "core/cost_model.h"
 #include "core/kv_cache_manager.h"
 #include "sim/event_queue.h"
-#include "sim/kv_adapter.h"
+#include "sim/instance/engine_instance.h"
+#include "sim/instance/step_clock.h"
 #include "sim/metrics.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scheduler/scheduler.h"
@@ -46,6 +47,9 @@ class Engine {
 
   // Records a Chrome trace while running (not owned; must outlive Run()).
   void SetTrace(TraceRecorder* trace) { trace_ = trace; }
+  // Writes one step-log record per executed step (docs/step-log.md) with its simulated start
+  // and end (not owned; must outlive Run()).
+  void SetStepLog(const StepRecordSink* sink) { step_log_ = sink; }
   void Run();
 
   RunSummary Summary() const;
@@ -64,7 +68,7 @@ class Engine {
   };
 
   Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig& kv_config,
-         std::unique_ptr<IWorkload> workload);
+         const SchedulerParams& params, std::unique_ptr<IWorkload> workload);
   void PullOpenLoop();
   void OnArrival(int64_t id);
   void OnSchedule();
@@ -75,20 +79,21 @@ class Engine {
   // the follow-up arrivals it returns.
   void EndForWorkload(const RequestSpec& spec, int64_t output_tokens);
   void RequestSchedule();
+  void RecordStep(Tick dt);  // fills step_record_ from the decided step_
 
   Scenario sc_;
   KvCachePlan plan_;
-  KvCacheManager mgr_;
-  KvAdapter adapter_;
+  EngineInstance inst_;  // the KV cache manager, the scheduler's queues and params
   CostModel cost_;
-  SchedulerParams params_;
-  SchedulerState state_;
   EventQueue queue_;
   std::unique_ptr<IWorkload> workload_;
   std::string workload_desc_, workload_note_;
   Metrics metrics_;
   Rng accept_rng_;
   TraceRecorder* trace_ = nullptr;
+  const StepRecordSink* step_log_ = nullptr;
+  StepRecord step_record_;  // the step in flight, completed at its end
+  int64_t step_index_ = 0;  // executed steps so far
 
   std::vector<std::unique_ptr<Live>> live_;  // by request id; null once finished
   std::unordered_map<int64_t, RequestSpec> arriving_;  // specs of pushed arrival events
@@ -100,8 +105,8 @@ class Engine {
   Tick now_ = 0;
   Tick stop_at_ = -1;
   int64_t num_spec_ = 0;  // drafts per step (cache.num_speculative_tokens)
-  std::vector<TokenId> token_buf_;
   std::vector<RequestSpec> follow_buf_;
+  std::vector<SimRequest*> finished_buf_;
 };
 
 }  // namespace kvsim

@@ -31,6 +31,7 @@ struct RunArgs {
   ScenarioArgs scenario;
   std::string out_dir;
   std::string trace;
+  std::string step_log;
   int jobs = 1;
   bool json = false;
 };
@@ -66,6 +67,7 @@ void RunRun(const RunArgs& a) {
                         : a.out_dir;
     }
     po.trace_path = TracePathFor(a.trace, p.index, many);
+    po.step_log_path = TracePathFor(a.step_log, p.index, many);
     return po;
   };
   if (Status w = CheckWorkload(first->sim.workload); !w.ok()) {
@@ -189,6 +191,9 @@ void RegisterRun(CLI::App& app) {
   AddScenarioArgs(cmd, &args.scenario);
   cmd->add_option("-o,--out", args.out_dir, "write metrics.json and requests.csv here");
   cmd->add_option("--trace", args.trace, "write a Chrome/Perfetto trace (JSON) here");
+  cmd->add_option("--step-log", args.step_log,
+                  "write the scheduler's decisions, one JSON record per step (docs/step-log.md; "
+                  "FILE.NNNN.jsonl per point for several points; single-engine points)");
   cmd->add_option("-j,--jobs", args.jobs, "points to run in parallel")->check(CLI::Range(1, 256));
   cmd->add_flag("--json", args.json, "print one JSON object instead of the table");
   cmd->callback([] { RunRun(args); });

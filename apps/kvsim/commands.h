@@ -32,6 +32,7 @@ void RegisterGpuValidate(CLI::App& app);
 void RegisterLayout(CLI::App& app);
 void RegisterList(CLI::App& app);
 void RegisterReplay(CLI::App& app);
+void RegisterSchedule(CLI::App& app);
 void RegisterRun(CLI::App& app);
 void RegisterSweep(CLI::App& app);
 void RegisterMerge(CLI::App& app);

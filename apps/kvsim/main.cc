@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   kvsim::cli::RegisterGpuValidate(app);
   kvsim::cli::RegisterCalibrate(app);
   kvsim::cli::RegisterReplay(app);
+  kvsim::cli::RegisterSchedule(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

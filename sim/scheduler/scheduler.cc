@@ -77,7 +77,14 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
   size_t i = 0;
   while (i < state.running.size() && budget > 0) {
     SimRequest* r = state.running[i];
-    int64_t n = r->num_tokens_with_spec() - r->num_computed_tokens;
+    if (p.async_scheduling && r->num_output_placeholders > 0 &&
+        r->num_computed_tokens + 2 - r->num_output_placeholders >=
+            r->num_prompt_tokens + r->max_output_tokens) {
+      // Its final token is in flight: no further step is needed (vLLM's async skip).
+      ++i;
+      continue;
+    }
+    int64_t n = r->num_tokens_with_spec() + r->num_output_placeholders - r->num_computed_tokens;
     if (p.long_prefill_token_threshold > 0) n = std::min(n, p.long_prefill_token_threshold);
     n = std::min(n, budget);
     n = std::min(n, p.max_model_len - 1 - r->num_computed_tokens);
@@ -157,6 +164,7 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
       if (!kv.AllocateSlots(*r, args)) break;  // head-of-line blocking
       state.waiting.pop_front();
       state.running.push_back(r);
+      const bool resumed = r->status == RequestStatus::kPreempted;
       r->status = RequestStatus::kRunning;
       r->num_computed_tokens = hit;
       if (r->num_cached_tokens < 0) r->num_cached_tokens = hit;
@@ -166,14 +174,20 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
       c.num_computed_before = hit;
       c.hit_tokens = hit;
       c.new_admission = true;
+      c.resumed = resumed;
       plan.scheduled.push_back(c);
       plan.num_scheduled_tokens += n;
       budget -= n;
     }
   }
 
-  // 3. Commit the scheduled tokens.
-  for (const ScheduledChunk& c : plan.scheduled) c.req->num_computed_tokens += c.num_tokens;
+  // 3. Commit the scheduled tokens; a chunk that reaches the known tokens samples.
+  for (ScheduledChunk& c : plan.scheduled) {
+    SimRequest* r = c.req;
+    r->num_computed_tokens += c.num_tokens;
+    c.samples = r->num_computed_tokens >= r->known_tokens();  // drafts lie beyond it
+    if (p.async_scheduling && c.samples) ++r->num_output_placeholders;
+  }
 }
 
 }  // namespace kvsim

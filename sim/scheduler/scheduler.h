@@ -16,7 +16,8 @@
 //     budget) (no chunked prefill: stop if it does not fit), Mamba split, allocate with the
 //     full-prompt check; on failure stop (head-of-line blocking); on success the request
 //     joins RUNNING with num_computed_tokens = hit.
-//  3. num_computed_tokens += n for every scheduled request.
+//  3. num_computed_tokens += n for every scheduled request; a chunk that reaches the request's
+//     known tokens samples (async: it adds an output placeholder).
 // Preemption is by recompute: blocks freed, num_computed_tokens = 0, drafts dropped, the
 // request goes to the front of WAITING (FCFS) or back into priority order.
 #pragma once
@@ -46,6 +47,10 @@ struct SchedulerParams {
   bool mamba_align_split = false;
   // The full-prompt admission check (scheduler_reserve_full_isl).
   bool full_sequence_must_fit = true;
+  // Async scheduling (vLLM's AsyncScheduler): step k+1 is decided before step k's outputs
+  // are applied. A running request then wants its in-flight tokens too
+  // (num_output_placeholders), and one whose final token is in flight is skipped.
+  bool async_scheduling = false;
 };
 
 struct SchedulerState {
@@ -63,6 +68,8 @@ struct ScheduledChunk {
   int64_t num_spec_tokens = 0;      // drafts among num_tokens
   int64_t hit_tokens = 0;           // prefix hit at admission (0 for running requests)
   bool new_admission = false;
+  bool resumed = false;             // admitted from WAITING after a preemption
+  bool samples = false;             // the chunk reaches the known tokens: one token is sampled
 };
 
 struct StepPlan {

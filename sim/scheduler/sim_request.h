@@ -12,7 +12,9 @@ namespace kvsim {
 
 using RequestId = int64_t;
 
-enum class RequestStatus : uint8_t { kWaiting, kRunning, kPreempted, kFinished };
+// kFinishedPreempted: finished by a token that was in flight when it was preempted (async);
+// it is still in WAITING until the instance releases it.
+enum class RequestStatus : uint8_t { kWaiting, kRunning, kPreempted, kFinished, kFinishedPreempted };
 
 constexpr std::string_view RequestStatusName(RequestStatus s) {
   switch (s) {
@@ -20,6 +22,7 @@ constexpr std::string_view RequestStatusName(RequestStatus s) {
     case RequestStatus::kRunning: return "running";
     case RequestStatus::kPreempted: return "preempted";
     case RequestStatus::kFinished: return "finished";
+    case RequestStatus::kFinishedPreempted: return "finished";
   }
   return "?";
 }
@@ -37,11 +40,16 @@ struct SimRequest {
   int64_t num_output_tokens = 0;
   int64_t num_computed_tokens = 0;  // tokens whose KV is (or, once scheduled, will be) written
   int64_t num_spec_tokens = 0;      // draft tokens waiting to be verified in the next step
+  // Async scheduling: tokens sampled by a step whose outputs are not applied yet (vLLM's
+  // num_output_placeholders). They count as known tokens for scheduling, not in num_tokens.
+  int64_t num_output_placeholders = 0;
   int64_t num_cached_tokens = -1;   // prefix hit at the first admission (-1: not admitted yet)
   int32_t num_preemptions = 0;
   int32_t kv_handle = -1;           // the KV allocator's handle (opaque to the scheduler)
 
   int64_t num_tokens_with_spec() const { return num_tokens + num_spec_tokens; }
+  // Prompt plus every sampled token, in flight or applied (step-log.md §5 "known tokens").
+  int64_t known_tokens() const { return num_tokens + num_output_placeholders; }
 };
 
 }  // namespace kvsim

@@ -133,7 +133,22 @@ PointResult RunPoint(const SweepPoint& point, const std::string& source,
     trace = std::make_unique<TraceRecorder>(sc->sim.run.trace_max_requests);
     e.SetTrace(trace.get());
   }
+  std::ofstream step_log;
+  StepRecordSink step_sink;
+  if (!options.step_log_path.empty()) {
+    step_log.open(options.step_log_path);
+    if (!step_log) {
+      r.status = Status::Error("write_failed", options.step_log_path + ": cannot write");
+      return r;
+    }
+    step_sink = [&](const StepRecord& rec) { step_log << StepRecordJson(rec) << '\n'; };
+    e.SetStepLog(&step_sink);
+  }
   e.Run();
+  if (step_log.is_open()) {
+    step_log.close();
+    if (!step_log) r.status = Status::Error("write_failed", options.step_log_path + ": write failed");
+  }
   r.summary = e.Summary();
   r.block_size = e.plan().attn_block_size;
   r.workload = e.workload_description();

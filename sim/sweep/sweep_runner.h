@@ -34,6 +34,7 @@ namespace kvsim {
 struct PointOptions {
   std::string out_dir;     // write metrics.json + requests.csv here ("" = none)
   std::string trace_path;  // write a Chrome trace here ("" = none)
+  std::string step_log_path;  // write the step log (JSONL) here ("" = none)
 };
 
 struct PointResult {

@@ -1,0 +1,190 @@
+// kvsim schedule: vLLM's scheduler with a step clock. Reads REQUESTS.jsonl (id, tokens,
+// max_tokens, arrival_step, priority), runs them through the same scheduler and KV cache
+// manager as `kvsim run`, one decision per step, and writes one step-log record per step
+// plus a summary line (docs/step-log.md), so its decisions can be compared with vLLM's own
+// Scheduler step by step.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "apps/kvsim/commands.h"
+#include "core/kv_cache_manager.h"
+#include "sim/instance/step_clock.h"
+
+namespace kvsim::cli {
+namespace {
+
+struct ScheduleArgs {
+  std::string requests;
+  std::string step_log;
+  int64_t block_size = 16;
+  int64_t num_gpu_blocks = 0;
+  int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 256;
+  int64_t long_prefill_token_threshold = 0;
+  int64_t max_model_len = 0;
+  bool prefix_caching = true;
+  bool chunked_prefill = true;
+  bool async_scheduling = false;
+  bool reserve_full_isl = true;
+  std::string policy = "fcfs";
+  std::string semantics = "latest";
+  bool json = false;
+};
+
+Status Bad(const std::string& msg) { return Status::Error("bad_flags", "schedule: " + msg); }
+
+Result<StepClockConfig> BuildConfig(const ScheduleArgs& a) {
+  if (a.block_size <= 0 || a.block_size > (1 << 20)) return Bad("--block-size must be in [1, 2^20]");
+  if (a.num_gpu_blocks < 2) {
+    return Bad("--num-gpu-blocks must be at least 2 (block 0 is the null block)");
+  }
+  if (a.num_gpu_blocks > (int64_t{1} << 30)) return Bad("--num-gpu-blocks must be below 2^30");
+  if (a.max_num_batched_tokens < 1) return Bad("--max-num-batched-tokens must be positive");
+  if (a.max_num_seqs < 1) return Bad("--max-num-seqs must be positive");
+  if (a.long_prefill_token_threshold < 0) {
+    return Bad("--long-prefill-token-threshold must not be negative (0 = off)");
+  }
+  if (a.max_model_len < 0) return Bad("--max-model-len must not be negative (0 = no limit)");
+  auto kv = KvCacheManagerConfigFromHybrid("", a.block_size, a.num_gpu_blocks);
+  if (!kv.ok()) return kv.status();
+  StepClockConfig c;
+  c.kv = std::move(kv.value());
+  c.kv.enable_caching = a.prefix_caching;
+  c.kv.semantics = a.semantics == "classic" ? VllmSemantics::kClassic : VllmSemantics::kLatest;
+  c.kv.max_model_len = a.max_model_len;
+  c.kv.max_num_batched_tokens = a.max_num_batched_tokens;
+  if (Status s = c.kv.Validate(); !s.ok()) return s;
+  SchedulerParams& p = c.sched;
+  p.max_num_batched_tokens = a.max_num_batched_tokens;
+  p.max_num_seqs = a.max_num_seqs;
+  p.max_model_len = a.max_model_len > 0 ? a.max_model_len : int64_t{1} << 40;
+  p.long_prefill_token_threshold = a.long_prefill_token_threshold;
+  p.enable_chunked_prefill = a.chunked_prefill;
+  p.policy = a.policy == "priority" ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
+  p.full_sequence_must_fit = a.reserve_full_isl;
+  p.async_scheduling = a.async_scheduling;
+  return c;
+}
+
+void RunSchedule(const ScheduleArgs& a) {
+  auto cfg = BuildConfig(a);
+  if (!cfg.ok()) {
+    ReportError(cfg.status(), a.json);
+    return;
+  }
+  auto requests = ReadStepRequests(a.requests, a.max_model_len);
+  if (!requests.ok()) {
+    ReportError(requests.status(), a.json);
+    return;
+  }
+  std::FILE* log = nullptr;
+  if (!a.step_log.empty()) {
+    log = a.step_log == "-" ? stdout : std::fopen(a.step_log.c_str(), "w");
+    if (!log) {
+      std::cerr << "kvsim: error: schedule: cannot write " << a.step_log << "\n";
+      ExitCode() = 4;
+      return;
+    }
+  }
+  bool write_failed = false;
+  auto sink = [&](const StepRecord& r) {
+    if (!log) return;
+    const std::string line = StepRecordJson(r, requests.value()) + "\n";
+    write_failed |= std::fwrite(line.data(), 1, line.size(), log) != line.size();
+  };
+  auto summary = RunStepClock(requests.value(), cfg.value(), sink);
+  if (!summary.ok()) {
+    if (log && log != stdout) std::fclose(log);
+    if (summary.status().code() == "stuck") {
+      std::cerr << "kvsim: error: schedule: " << summary.status().message() << "\n";
+      ExitCode() = 1;
+      return;
+    }
+    ReportError(summary.status(), a.json);
+    return;
+  }
+  const std::string summary_json = StepSummaryJson(summary.value(), requests.value());
+  if (log) {
+    const std::string line = summary_json + "\n";
+    write_failed |= std::fwrite(line.data(), 1, line.size(), log) != line.size();
+    if (log != stdout) write_failed |= std::fclose(log) != 0;
+  }
+  if (write_failed) {
+    std::cerr << "kvsim: error: schedule: writing " << a.step_log << " failed\n";
+    ExitCode() = 4;
+    return;
+  }
+  if (a.json) {
+    std::cout << summary_json << "\n";
+    return;
+  }
+  const StepClockSummary& s = summary.value();
+  int64_t prompt = 0, hits = 0;
+  for (size_t i = 0; i < s.per_request.size(); ++i) {
+    prompt += static_cast<int64_t>(requests.value()[i].tokens.size());
+    hits += std::max<int64_t>(0, s.per_request[i].hit_tokens);
+  }
+  std::cout << fmt::format(
+      "schedule {}: {} requests, {} steps (last step {}), {} preemptions; block {} x {} blocks, "
+      "budget {} tokens / {} seqs, {} {}, {} semantics\n",
+      a.requests, requests->size(), s.steps, s.last_step, s.total_preemptions, a.block_size,
+      a.num_gpu_blocks, a.max_num_batched_tokens, a.max_num_seqs, a.policy,
+      a.async_scheduling ? "async" : "sync", a.semantics);
+  std::cout << fmt::format("  prompt tokens {}  first-admission hit tokens {}  hit rate {:.4f}\n",
+                           prompt, hits, prompt ? static_cast<double>(hits) / prompt : 0.0);
+  if (!a.step_log.empty() && a.step_log != "-") {
+    std::cout << "  step log: " << a.step_log << "\n";
+  }
+}
+
+}  // namespace
+
+void RegisterSchedule(CLI::App& app) {
+  auto args = std::make_shared<ScheduleArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "schedule",
+      "vLLM's scheduler with a step clock: one decision per step, written as step-log records "
+      "(docs/step-log.md) for a step-by-step comparison with vLLM");
+  cmd->add_option("requests", args->requests,
+                  "REQUESTS.jsonl: {\"id\", \"tokens\", \"max_tokens\", \"arrival_step\", "
+                  "\"priority\"} per line")
+      ->required();
+  cmd->add_option("--step-log", args->step_log, "write the step log (JSONL; - for stdout)");
+  cmd->add_option("--block-size", args->block_size, "tokens per KV block")->capture_default_str();
+  cmd->add_option("--num-gpu-blocks", args->num_gpu_blocks,
+                  "total KV blocks; N - 1 are usable (block 0 is the null block)")
+      ->required();
+  cmd->add_option("--max-num-batched-tokens", args->max_num_batched_tokens,
+                  "token budget per step")
+      ->capture_default_str();
+  cmd->add_option("--max-num-seqs", args->max_num_seqs, "maximum running requests")
+      ->capture_default_str();
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", args->prefix_caching,
+                "prefix caching (default on)");
+  cmd->add_flag("--chunked-prefill,!--no-chunked-prefill", args->chunked_prefill,
+                "chunked prefill (default on)");
+  cmd->add_option("--long-prefill-token-threshold", args->long_prefill_token_threshold,
+                  "cap on one request's chunk (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--max-model-len", args->max_model_len,
+                  "longest sequence (0 = no limit); prompts must be shorter")
+      ->capture_default_str();
+  cmd->add_option("--policy", args->policy, "fcfs or priority (lower priority value first)")
+      ->check(CLI::IsMember({"fcfs", "priority"}))
+      ->capture_default_str();
+  cmd->add_flag("--async-scheduling,!--no-async-scheduling", args->async_scheduling,
+                "decide step k+1 before step k's outputs are applied (default off here)");
+  cmd->add_flag("--reserve-full-isl,!--no-reserve-full-isl", args->reserve_full_isl,
+                "admit a waiting request only if its whole prompt fits (default on)");
+  cmd->add_option("--vllm-semantics", args->semantics,
+                  "free-queue profile: classic (2026-05) or latest (2026-08-18)")
+      ->check(CLI::IsMember({"classic", "latest"}))
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "print the summary line as JSON on stdout");
+  cmd->callback([args] { RunSchedule(*args); });
+}
+
+}  // namespace kvsim::cli

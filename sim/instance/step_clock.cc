@@ -1,0 +1,367 @@
+#include "sim/instance/step_clock.h"
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "sim/instance/engine_instance.h"
+
+namespace kvsim {
+namespace {
+
+// Bounds on what one input may ask for, so a bad file cannot eat unbounded memory.
+constexpr int64_t kMaxPromptTokens = int64_t{1} << 24;
+constexpr int64_t kMaxOutputTokens = int64_t{1} << 24;
+constexpr int64_t kMaxArrivalStep = int64_t{1} << 40;
+constexpr int64_t kMaxRequests = int64_t{1} << 24;
+
+Status LineError(const std::string& path, int64_t line, const std::string& key,
+                 const std::string& msg) {
+  return Status::Error("invalid_input", fmt::format("{}:{}: {}{}{}", path, line, key,
+                                                    key.empty() ? "" : ": ", msg));
+}
+
+Result<int64_t> IntField(const nlohmann::json& obj, const char* key, const std::string& path,
+                         int64_t line, std::optional<int64_t> fallback, int64_t lo, int64_t hi) {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (fallback) return *fallback;
+    return LineError(path, line, key, "missing (required)");
+  }
+  if (!it->is_number_integer()) return LineError(path, line, key, "expected an integer");
+  const int64_t v = it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX)
+                        ? INT64_MAX
+                        : it->get<int64_t>();
+  if (v < lo || v > hi) {
+    return LineError(path, line, key, fmt::format("{} is out of range [{}, {}]", v, lo, hi));
+  }
+  return v;
+}
+
+void AppendJsonString(std::string& out, const std::string& s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+// Names request `i`: its id from the input, or its number when there is no input.
+struct RequestNames {
+  const std::vector<StepRequest>* requests = nullptr;
+  void Append(std::string& out, int32_t i) const {
+    if (requests) {
+      AppendJsonString(out, (*requests)[static_cast<size_t>(i)].id);
+    } else {
+      out += fmt::format("\"{}\"", i);
+    }
+  }
+};
+
+void AppendIdList(std::string& out, const std::vector<int32_t>& ids, const RequestNames& names) {
+  out += '[';
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ", ";
+    names.Append(out, ids[i]);
+  }
+  out += ']';
+}
+
+std::string RecordJson(const StepRecord& r, const RequestNames& names) {
+  std::string out;
+  out.reserve(64 + 32 * r.scheduled.size());
+  out += fmt::format("{{\"step\": {}, \"scheduled\": [", r.step);
+  for (size_t i = 0; i < r.scheduled.size(); ++i) {
+    const StepRecord::Chunk& c = r.scheduled[i];
+    if (i) out += ", ";
+    out += '[';
+    names.Append(out, c.request);
+    out += fmt::format(", {}, {}, {}]", c.num_tokens, c.before, c.hit);
+  }
+  out += "], \"preempted\": ";
+  AppendIdList(out, r.preempted, names);
+  out += ", \"finished\": ";
+  AppendIdList(out, r.finished, names);
+  out += fmt::format(", \"num_free_blocks\": {}, \"new\": ", r.num_free_blocks);
+  AppendIdList(out, r.admitted_new, names);
+  out += ", \"resumed\": ";
+  AppendIdList(out, r.resumed, names);
+  out += fmt::format(", \"running\": {}, \"waiting\": {}, \"num_scheduled_tokens\": {}",
+                     r.running, r.waiting, r.num_scheduled_tokens);
+  if (r.t_start_ns >= 0) {
+    out += fmt::format(", \"t_start_ns\": {}, \"t_end_ns\": {}", r.t_start_ns, r.t_end_ns);
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path,
+                                                  int64_t max_model_len) {
+  std::ifstream in(path);
+  if (!in) return Status::Error("invalid_input", path + ": cannot open the requests file");
+  std::vector<StepRequest> out;
+  std::unordered_set<std::string> seen;
+  std::string text;
+  int64_t line = 0;
+  const int64_t prompt_bound =
+      max_model_len > 0 ? std::min(max_model_len - 1, kMaxPromptTokens) : kMaxPromptTokens;
+  while (std::getline(in, text)) {
+    ++line;
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find_first_not_of(" \t") == std::string::npos) continue;
+    nlohmann::json obj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (obj.is_discarded()) return LineError(path, line, "", "not valid JSON");
+    if (!obj.is_object()) return LineError(path, line, "", "expected a JSON object");
+    if (static_cast<int64_t>(out.size()) >= kMaxRequests) {
+      return LineError(path, line, "", fmt::format("more than {} requests", kMaxRequests));
+    }
+    StepRequest r;
+    auto id = obj.find("id");
+    if (id == obj.end()) return LineError(path, line, "id", "missing (required)");
+    if (id->is_string()) {
+      r.id = id->get<std::string>();
+    } else if (id->is_number_integer()) {
+      r.id = id->dump();
+    } else {
+      return LineError(path, line, "id", "expected a string");
+    }
+    if (!seen.insert(r.id).second) {
+      return LineError(path, line, "id", "'" + r.id + "' appears twice");
+    }
+    auto tokens = obj.find("tokens");
+    if (tokens == obj.end()) return LineError(path, line, "tokens", "missing (required)");
+    if (!tokens->is_array() || tokens->empty()) {
+      return LineError(path, line, "tokens", "expected a non-empty list of token ids");
+    }
+    if (static_cast<int64_t>(tokens->size()) > prompt_bound) {
+      return LineError(path, line, "tokens",
+                       fmt::format("{} tokens: a prompt must be shorter than max_model_len ({})",
+                                   tokens->size(), prompt_bound + 1));
+    }
+    r.tokens.reserve(tokens->size());
+    for (size_t i = 0; i < tokens->size(); ++i) {
+      const auto& t = (*tokens)[i];
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+          t.get<int64_t>() >= kFirstGeneratedTokenId) {
+        return LineError(path, line, fmt::format("tokens[{}]", i),
+                         "expected an integer token id in [0, 1000000)");
+      }
+      r.tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
+    }
+    auto max_tokens = IntField(obj, "max_tokens", path, line, std::nullopt, 1, kMaxOutputTokens);
+    if (!max_tokens.ok()) return max_tokens.status();
+    r.max_tokens = *max_tokens;
+    auto arrival = IntField(obj, "arrival_step", path, line, 0, 0, kMaxArrivalStep);
+    if (!arrival.ok()) return arrival.status();
+    r.arrival_step = *arrival;
+    auto prio = IntField(obj, "priority", path, line, 0, -(int64_t{1} << 40), int64_t{1} << 40);
+    if (!prio.ok()) return prio.status();
+    r.priority = *prio;
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      const std::string& k = it.key();
+      if (k != "id" && k != "tokens" && k != "max_tokens" && k != "arrival_step" &&
+          k != "priority") {
+        return LineError(path, line, k,
+                         "unknown key (known: id, tokens, max_tokens, arrival_step, priority)");
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  if (in.bad()) return Status::Error("invalid_input", path + ": read error");
+  if (out.empty()) return Status::Error("invalid_input", path + ": no requests in the file");
+  return out;
+}
+
+Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
+                                      const StepClockConfig& config, const StepRecordSink& sink) {
+  if (Status s = config.kv.Validate(); !s.ok()) return s;
+  const size_t n = requests.size();
+  // Arrival order: stable by arrival_step, file order within a step; its index is the
+  // request's arrival_time (the PRIORITY tie-break).
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return requests[static_cast<size_t>(a)].arrival_step <
+           requests[static_cast<size_t>(b)].arrival_step;
+  });
+  std::vector<SimRequest> sim(n);
+  for (size_t k = 0; k < n; ++k) {
+    const auto i = static_cast<size_t>(order[k]);
+    sim[i].id = static_cast<RequestId>(i);
+    sim[i].arrival_tick = static_cast<int64_t>(k);
+    sim[i].priority = requests[i].priority;
+    sim[i].max_output_tokens = requests[i].max_tokens;
+  }
+  const bool async = config.sched.async_scheduling;
+  EngineInstance inst(config.kv, config.sched);
+  StepClockSummary summary;
+  summary.per_request.resize(n);
+
+  struct Pending {
+    StepRecord record;
+    StepPlan plan;
+  };
+  auto pending = std::make_unique<Pending>();  // async: the step whose outputs are in flight
+  bool have_pending = false;
+  StepPlan plan;
+  std::vector<SimRequest*> finished;
+  int64_t unfinished = 0;
+  size_t next = 0;
+  int64_t step = 0;
+
+  // Applies the outputs of the step `record`/`p` describes and completes its record.
+  auto apply = [&](StepRecord& record, const StepPlan& p) {
+    finished.clear();
+    const TokenId token = static_cast<TokenId>(kFirstGeneratedTokenId + record.step);
+    inst.ApplyOutputs(
+        p,
+        [&](SimRequest& r, const ScheduledChunk&, std::vector<TokenId>& out) {
+          StepRequestSummary& s = summary.per_request[static_cast<size_t>(r.id)];
+          if (s.first_token_step < 0) s.first_token_step = record.step;
+          out.push_back(token);
+        },
+        finished);
+    for (SimRequest* r : finished) {
+      record.finished.push_back(static_cast<int32_t>(r->id));
+      summary.per_request[static_cast<size_t>(r->id)].finish_step = record.step;
+      --unfinished;
+    }
+  };
+  auto emit = [&](const StepRecord& record) {
+    ++summary.steps;
+    summary.last_step = record.step;
+    if (sink) sink(record);
+  };
+
+  while (true) {
+    if (unfinished == 0) {
+      if (next == n) break;
+      step = std::max(step, requests[static_cast<size_t>(order[next])].arrival_step);
+    }
+    while (next < n && requests[static_cast<size_t>(order[next])].arrival_step <= step) {
+      const auto i = static_cast<size_t>(order[next]);
+      inst.Add(&sim[i], requests[i].tokens);
+      ++unfinished;
+      ++next;
+    }
+    if (summary.steps >= config.max_steps) {
+      return Status::Error("stuck", fmt::format("more than {} steps", config.max_steps));
+    }
+
+    inst.Decide(plan);
+    StepRecord record;
+    record.step = step;
+    for (const ScheduledChunk& c : plan.scheduled) {
+      const auto id = static_cast<int32_t>(c.req->id);
+      StepRecord::Chunk ch{id, c.num_tokens, c.num_computed_before, -1};
+      if (c.new_admission) {
+        ch.hit = c.hit_tokens;
+        StepRequestSummary& s = summary.per_request[static_cast<size_t>(id)];
+        if (c.resumed) {
+          record.resumed.push_back(id);
+          s.resume_hit_tokens.push_back(c.hit_tokens);
+        } else {
+          record.admitted_new.push_back(id);
+          s.hit_tokens = c.hit_tokens;
+        }
+      }
+      record.scheduled.push_back(ch);
+    }
+    for (SimRequest* p : plan.preempted) {
+      record.preempted.push_back(static_cast<int32_t>(p->id));
+      ++summary.per_request[static_cast<size_t>(p->id)].num_preemptions;
+      ++summary.total_preemptions;
+    }
+    record.num_free_blocks = inst.kv().num_free_blocks();
+    record.running = static_cast<int64_t>(inst.state().running.size());
+    record.waiting = static_cast<int64_t>(inst.state().waiting.size());
+    record.num_scheduled_tokens = plan.num_scheduled_tokens;
+
+    bool in_flight = false;
+    if (async) {
+      if (have_pending) {
+        for (const ScheduledChunk& c : pending->plan.scheduled) in_flight |= c.samples;
+        apply(pending->record, pending->plan);
+        emit(pending->record);
+      }
+      pending->record = std::move(record);
+      std::swap(pending->plan, plan);
+      have_pending = true;
+    } else {
+      apply(record, plan);
+      emit(record);
+    }
+    const StepPlan& decided = async ? pending->plan : plan;
+    bool decided_samples = false;
+    for (const ScheduledChunk& c : decided.scheduled) decided_samples |= c.samples;
+    if (decided.scheduled.empty() && decided.preempted.empty() && !in_flight &&
+        !decided_samples && next == n && unfinished > 0) {
+      // Nothing ran, nothing is in flight and nothing else will arrive: the head of WAITING
+      // can never be admitted (vLLM would spin forever).
+      const SimRequest* head =
+          inst.state().waiting.empty() ? nullptr : inst.state().waiting.front();
+      return Status::Error(
+          "stuck",
+          fmt::format("step {}: request '{}' can never be scheduled ({} tokens; {} usable blocks "
+                      "of {} tokens, token budget {})",
+                      step, head ? requests[static_cast<size_t>(head->id)].id : "?",
+                      head ? head->num_tokens : 0, config.kv.num_blocks - 1,
+                      config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size,
+                      config.sched.max_num_batched_tokens));
+    }
+    ++step;
+  }
+  if (async && have_pending) {
+    apply(pending->record, pending->plan);
+    emit(pending->record);
+  }
+  return summary;
+}
+
+std::string StepRecordJson(const StepRecord& r, const std::vector<StepRequest>& requests) {
+  return RecordJson(r, RequestNames{&requests});
+}
+
+std::string StepRecordJson(const StepRecord& r) { return RecordJson(r, RequestNames{}); }
+
+std::string StepSummaryJson(const StepClockSummary& s, const std::vector<StepRequest>& requests) {
+  std::string out = fmt::format(
+      "{{\"summary\": true, \"steps\": {}, \"last_step\": {}, \"total_preemptions\": {}, "
+      "\"per_request\": {{",
+      s.steps, s.last_step, s.total_preemptions);
+  for (size_t i = 0; i < s.per_request.size(); ++i) {
+    const StepRequestSummary& p = s.per_request[i];
+    if (i) out += ", ";
+    AppendJsonString(out, requests[i].id);
+    out += fmt::format(": {{\"hit_tokens\": {}, \"resume_hit_tokens\": [{}], "
+                       "\"first_token_step\": {}, \"finish_step\": {}, \"num_preemptions\": {}}}",
+                       p.hit_tokens, fmt::join(p.resume_hit_tokens, ", "), p.first_token_step,
+                       p.finish_step, p.num_preemptions);
+  }
+  out += "}}";
+  return out;
+}
+
+}  // namespace kvsim

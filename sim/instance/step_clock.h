@@ -1,0 +1,98 @@
+// The step clock: vLLM's scheduler driven one decision per step, with no cost model — the
+// engine of `kvsim schedule`. It reads requests with arrival steps, runs them through an
+// EngineInstance (the same scheduler and KV cache manager `kvsim run` uses) and reports every
+// decision as a step-log record (../shared/reference/step-log.md, mirrored in
+// docs/step-log.md): who was scheduled with how many tokens, who was preempted, who finished,
+// and the free blocks after the decision.
+//
+// The clock (step-log.md §2): before decision k every request with arrival_step ≤ k joins
+// WAITING in arrival order; one record per decision while any request is unfinished; when
+// none is, the clock jumps to the next arrival. A step samples token 1000000 + k for every
+// request whose chunk reaches its known tokens. Sync: decide k, apply k. Async: decide k+1,
+// then apply k (the record of step k is complete then).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/kv_cache_manager.h"
+#include "core/status.h"
+#include "sim/scheduler/scheduler.h"
+
+namespace kvsim {
+
+// One request of a step-clock input (a line of REQUESTS.jsonl).
+struct StepRequest {
+  std::string id;
+  std::vector<TokenId> tokens;  // prompt token ids, each in [0, 1000000)
+  int64_t max_tokens = 1;       // finishes after exactly this many sampled tokens
+  int64_t arrival_step = 0;
+  int64_t priority = 0;         // PRIORITY policy only; lower is served first
+};
+
+inline constexpr TokenId kFirstGeneratedTokenId = 1000000;  // + step that sampled it
+
+// Reads REQUESTS.jsonl; errors name the file and line (and the key), code "invalid_input".
+// Prompts must be shorter than `max_model_len` (0 = no bound beyond the global size bound).
+Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path, int64_t max_model_len);
+
+struct StepClockConfig {
+  KvCacheManagerConfig kv;  // one full-attention group at the scheduler's block size, usually
+  SchedulerParams sched;    // sched.async_scheduling picks the clock's mode
+  int64_t max_steps = int64_t{1} << 31;  // a bound, not a knob: a run past it is an error
+};
+
+// One step's record. Requests are named by their index in `requests` (the caller's order).
+struct StepRecord {
+  struct Chunk {
+    int32_t request = 0;
+    int64_t num_tokens = 0;  // n
+    int64_t before = 0;      // tokens computed before this chunk
+    int64_t hit = -1;        // prefix hit when taken from WAITING this step, else -1
+  };
+  int64_t step = 0;
+  std::vector<Chunk> scheduled;     // scheduler order: running first, then admissions
+  std::vector<int32_t> preempted;   // in preemption order
+  std::vector<int32_t> finished;    // sampled their max_tokens-th token this step
+  std::vector<int32_t> admitted_new, resumed;  // taken from WAITING, in admission order
+  int64_t num_free_blocks = 0;      // right after the decision
+  int64_t running = 0;              // running list size after the decision
+  int64_t waiting = 0;              // arrived, unfinished, not running
+  int64_t num_scheduled_tokens = 0;
+  // `kvsim run --step-log` only (-1 = not written): the step's simulated start and end.
+  int64_t t_start_ns = -1;
+  int64_t t_end_ns = -1;
+};
+
+struct StepRequestSummary {
+  int64_t hit_tokens = -1;               // at first admission
+  std::vector<int64_t> resume_hit_tokens;
+  int64_t first_token_step = -1;
+  int64_t finish_step = -1;
+  int32_t num_preemptions = 0;
+};
+
+struct StepClockSummary {
+  int64_t steps = 0;  // records written
+  int64_t total_preemptions = 0;
+  int64_t last_step = -1;
+  std::vector<StepRequestSummary> per_request;  // indexed like the input
+};
+
+using StepRecordSink = std::function<void(const StepRecord&)>;
+
+// Runs every request to completion, calling `sink` once per step in step order. Fails (code
+// "stuck") when a waiting request can never be admitted and nothing else can change that.
+Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
+                                      const StepClockConfig& config, const StepRecordSink& sink);
+
+// JSON text of one record / of the summary line (step-log.md §3 and §7), ids from `requests`
+// or, for the simulator's numbered requests, their numbers.
+std::string StepRecordJson(const StepRecord& record, const std::vector<StepRequest>& requests);
+std::string StepRecordJson(const StepRecord& record);
+std::string StepSummaryJson(const StepClockSummary& summary,
+                            const std::vector<StepRequest>& requests);
+
+}  // namespace kvsim
