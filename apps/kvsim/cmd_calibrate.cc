@@ -36,6 +36,7 @@ struct CalibrateArgs {
   std::string fit;
   std::string metrics = "ttft_mean_ms,tpot_mean_ms,e2e_mean_ms";
   int iterations = 6;
+  bool stages = true;
   std::string out;
 };
 
@@ -222,6 +223,18 @@ void RunCalibrate(const CalibrateArgs& a) {
           if (name == m) measurements.push_back({sc->name, m, v});
         }
       }
+      // Per load stage too, when the run has stages and the reference gives them.
+      const auto& ref_stages = sc->sim.reference.stages;
+      if (a.stages && ref_stages.size() > 1 &&
+          ref_stages.size() == sc->sim.workload.stages.size()) {
+        for (size_t k = 0; k < ref_stages.size(); ++k) {
+          for (const std::string& m : metrics) {
+            for (const auto& [name, v] : ref_stages[k]) {
+              if (name == m) measurements.push_back({sc->name, fmt::format("stage{}.{}", k, m), v});
+            }
+          }
+        }
+      }
       scenarios.push_back(std::move(sc.value()));
     }
     const HardwareSpec fit_start = hw;
@@ -242,10 +255,22 @@ void RunCalibrate(const CalibrateArgs& a) {
         if (!e.ok()) return e.status();
         e.value()->Run();
         const RunSummary s = e.value()->Summary();
+        std::vector<double> durations;
+        for (const LoadStage& st : sc.sim.workload.stages) durations.push_back(st.duration_s);
+        const std::vector<MetricValues> stages =
+            StageMetrics(e.value()->metrics().records(), durations);
         for (const ServingMeasurement& m : measurements) {
           if (m.run != sc.name) continue;
           double v = 0;
-          SimulatedMetric(s, m.metric, &v);
+          if (m.metric.rfind("stage", 0) == 0) {
+            const size_t dot = m.metric.find('.');
+            const size_t k = std::stoul(m.metric.substr(5, dot - 5));
+            for (const auto& [name, value] : stages.at(k)) {
+              if (name == m.metric.substr(dot + 1)) v = value;
+            }
+          } else {
+            SimulatedMetric(s, m.metric, &v);
+          }
           out.push_back(v);
         }
       }
@@ -296,6 +321,8 @@ void RegisterCalibrate(CLI::App& app) {
   cmd->add_option("--metrics", a.metrics, "reference metrics to fit (comma separated)")->capture_default_str();
   cmd->add_option("--iterations", a.iterations, "Levenberg-Marquardt iterations")->capture_default_str();
   cmd->add_option("-o,--out", a.out, "hardware YAML to write");
+  cmd->add_flag("--stages,!--no-stages", a.stages,
+                "also fit each load stage's measured metrics (default on)");
   cmd->callback([] { RunCalibrate(a); });
 }
 

@@ -33,6 +33,47 @@ std::vector<MetricComparison> CompareWithReference(
   return out;
 }
 
+std::vector<MetricValues> StageMetrics(const std::vector<RequestRecord>& records,
+                                       const std::vector<double>& stage_durations_s) {
+  std::vector<MetricValues> out;
+  double start = 0;
+  for (const double duration : stage_durations_s) {
+    const double end = start + duration;
+    std::vector<double> ttft, e2e;
+    double outputs = 0;
+    for (const RequestRecord& r : records) {
+      const double t = static_cast<double>(r.arrival) * 1e-9;
+      if (r.rejected || r.finish < 0 || r.first_token < 0 || t < start || t >= end) continue;
+      ttft.push_back(TicksToMs(r.first_token - r.arrival));
+      e2e.push_back(TicksToMs(r.finish - r.arrival));
+      outputs += static_cast<double>(r.output_tokens);
+    }
+    MetricValues m;
+    if (!ttft.empty()) {
+      const Percentiles pt = ExactPercentiles(ttft), pe = ExactPercentiles(e2e);
+      const double mean_out = outputs / static_cast<double>(ttft.size());
+      m = {{"ttft_mean_ms", pt.mean}, {"ttft_p90_ms", pt.p90}, {"ttft_p99_ms", pt.p99},
+           {"tpot_mean_ms", mean_out > 1 ? (pe.mean - pt.mean) / (mean_out - 1) : 0.0},
+           {"e2e_mean_ms", pe.mean},  {"e2e_p90_ms", pe.p90},   {"e2e_p99_ms", pe.p99}};
+    }
+    out.push_back(std::move(m));
+    start = end;
+  }
+  return out;
+}
+
+std::vector<MetricComparison> CompareMetrics(const MetricValues& simulated,
+                                             const MetricValues& reference) {
+  std::vector<MetricComparison> out;
+  for (const auto& [name, measured] : reference) {
+    for (const auto& [sname, value] : simulated) {
+      if (sname != name) continue;
+      out.push_back({name, value, measured, measured != 0 ? (value - measured) / measured : 0.0});
+    }
+  }
+  return out;
+}
+
 std::string FormatReferenceTable(const std::string& title,
                                  const std::vector<MetricComparison>& rows) {
   std::string out = title + "\n";

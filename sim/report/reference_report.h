@@ -26,6 +26,17 @@ bool SimulatedMetric(const RunSummary& s, const std::string& metric, double* val
 std::vector<MetricComparison> CompareWithReference(
     const RunSummary& s, const std::vector<std::pair<std::string, double>>& reference);
 
+// The reference metrics of one load stage, from the finished requests that arrived in it
+// (stage k spans [Σ durations before k, + duration_k) of arrival time). TPOT is the measured
+// runs' definition: (mean E2E − mean TTFT) / (mean output tokens − 1).
+using MetricValues = std::vector<std::pair<std::string, double>>;
+std::vector<MetricValues> StageMetrics(const std::vector<RequestRecord>& records,
+                                       const std::vector<double>& stage_durations_s);
+
+// One row per measured metric that `simulated` also has, in the reference's order.
+std::vector<MetricComparison> CompareMetrics(const MetricValues& simulated,
+                                             const MetricValues& reference);
+
 // The comparison as an aligned text table with a title line.
 std::string FormatReferenceTable(const std::string& title,
                                  const std::vector<MetricComparison>& rows);

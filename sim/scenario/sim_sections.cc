@@ -179,7 +179,8 @@ void ParseHardware(ConfigReader& root, Scenario& sc) {
   const std::string help = "GPU: preset, file (e.g. a calibration) and inline coefficients";
   if (root.describing()) {
     ConfigReader doc = root.Map("hardware", help);
-    doc.String("preset", "H100-SXM", "hardware preset: H100-SXM, H200, B200, A100-80G");
+    doc.String("preset", "H100-SXM",
+               "hardware preset: H100-SXM, H200, B200, A100-80G, L40S, RTX-4090, RTX-PRO-6000");
     doc.String("file", "", "hardware YAML merged over the preset (same keys as this section)");
     ParseHardwareKeys(doc, sim.hardware);
     return;
