@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "core/check.h"
 #include "core/int_math.h"
 #include "core/prefix_hit.h"
+#include "core/sparse_retention.h"
 
 namespace kvsim {
 namespace {
@@ -39,6 +41,12 @@ bool KvCacheManagerConfig::has_mamba_align() const {
   for (const auto& g : groups)
     if (g.kind == KvGroupKind::kMamba && g.mamba_mode == MambaCacheMode::kAlign) return true;
   return false;
+}
+
+int64_t KvCacheManagerConfig::effective_retention_interval() const {
+  if (prefix_cache_retention_interval != kRetentionProfileDefault)
+    return prefix_cache_retention_interval;
+  return semantics == VllmSemantics::kLatest ? 0 : kRetentionDense;
 }
 
 int64_t KvCacheManagerConfig::resolved_hash_block_size() const {
@@ -75,6 +83,15 @@ Status KvCacheManagerConfig::Validate() const {
     if (g.num_speculative_blocks < 0)
       return Status::Error("bad_spec", where + ": negative speculative blocks");
   }
+  if (prefix_cache_retention_interval < kRetentionProfileDefault)
+    return Status::Error("bad_retention",
+                         "prefix_cache_retention_interval must be null, 0 or a positive number "
+                         "of tokens, got " + std::to_string(prefix_cache_retention_interval));
+  if (semantics == VllmSemantics::kClassic && prefix_cache_retention_interval >= 0)
+    return Status::Error("bad_retention",
+                         "prefix_cache_retention_interval is a latest-snapshot setting (vLLM "
+                         "2026-08); classic is always dense: drop it or use vllm_semantics "
+                         "latest");
   const int64_t hb = resolved_hash_block_size();
   if (hb <= 0) return Status::Error("bad_block_size", "hash block size must be positive");
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -94,6 +111,7 @@ Result<KvCacheManagerConfig> KvCacheManagerConfigFromPlan(const KvCachePlan& pla
   c.max_num_batched_tokens = plan.config.max_num_batched_tokens;
   c.enable_caching = plan.config.enable_prefix_caching;
   c.semantics = plan.config.semantics;
+  c.prefix_cache_retention_interval = plan.config.prefix_cache_retention_interval;
   for (const KvCacheGroup& g : plan.groups) {
     KvGroupConfig gc;
     gc.block_size = g.block_size;
@@ -172,6 +190,7 @@ struct KvCacheManager::RequestState {
   std::vector<int64_t> num_cached;           // per group: blocks [0, n) are cached
   std::vector<uint8_t> mamba_allocated;      // per group (align): blocks allocated before
   std::vector<int64_t> mamba_last_state;     // per group (align): index to free later, or −1
+  int64_t shared_prefix_boundary = 0;        // [latest] junction of the last lookup, or 0
 };
 
 struct KvCacheManager::Impl {
@@ -196,6 +215,19 @@ struct KvCacheManager::Impl {
 
   std::vector<BlockId> tmp;
   std::vector<BlockId> lookup;  // one block per gid of a spec group
+  // [latest] some group is sliding-window or Mamba and retention is not dense.
+  bool sparse_retention = false;
+  int64_t retention = KvCacheManagerConfig::kRetentionDense;
+  std::vector<uint8_t> mask;
+  // Mamba states cached in the current step, as (hash, group); tracked once NewStepStarts
+  // has been called.
+  bool step_tracking = false;
+  std::vector<std::pair<BlockHash, int32_t>> cached_this_step;
+  bool CachedThisStep(BlockHash hv, int32_t g) const {
+    for (const auto& e : cached_this_step)
+      if (e.first == hv && e.second == g) return true;
+    return false;
+  }
 };
 
 KvCacheManager::KvCacheManager(const KvCacheManagerConfig& config)
@@ -228,6 +260,28 @@ KvCacheManager::KvCacheManager(const KvCacheManagerConfig& config)
                   config_.groups[0].kind == KvGroupKind::kFullAttention && !config_.use_eagle &&
                   !config_.disable_fast_paths;
   m.hit_blocks.resize(config_.groups.size());
+  m.retention = config_.effective_retention_interval();
+  if (m.retention != KvCacheManagerConfig::kRetentionDense)
+    for (const auto& g : config_.groups)
+      if (g.kind == KvGroupKind::kSlidingWindow || g.kind == KvGroupKind::kMamba)
+        m.sparse_retention = true;
+}
+
+bool KvCacheManager::RetentionMask(size_t g, const RequestState& r, int64_t start, int64_t end,
+                                   std::vector<uint8_t>& mask) const {
+  const KvGroupConfig& gc = config_.groups[g];
+  const Impl& m = *impl_;
+  int64_t boundaries[2] = {r.num_prompt_tokens - 1, r.shared_prefix_boundary};
+  const std::span<const int64_t> bs(boundaries, r.shared_prefix_boundary > 0 ? 2 : 1);
+  switch (gc.kind) {
+    case KvGroupKind::kSlidingWindow:
+      return SlidingWindowRetentionMask(start, end, gc.block_size, gc.sliding_window,
+                                        m.sched_block, config_.use_eagle, m.retention, bs, mask);
+    case KvGroupKind::kMamba:
+      return MambaRetentionMask(start, end, gc.block_size, m.sched_block, m.retention, bs, mask);
+    default:
+      return false;
+  }
 }
 
 KvCacheManager::~KvCacheManager() = default;
@@ -254,6 +308,7 @@ RequestHandle KvCacheManager::AddRequest(std::span<const TokenId> prompt,
   RequestState& r = m.reqs[static_cast<size_t>(h)];
   r.live = true;
   r.keys = keys;
+  r.shared_prefix_boundary = 0;
   r.hasher.Reset(m.hash_block, keys.empty() ? nullptr : &r.keys);
   r.hasher.Append(prompt);
   r.num_prompt_tokens = static_cast<int64_t>(prompt.size());
@@ -305,8 +360,9 @@ std::span<const BlockHash> KvCacheManager::block_hashes(RequestHandle h) const {
 
 PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_computed_tokens) {
   Impl& m = *impl_;
-  const RequestState& r = m.reqs[static_cast<size_t>(h)];
+  RequestState& r = m.reqs[static_cast<size_t>(h)];
   KVSIM_CHECK(r.live);
+  if (num_computed_tokens == 0) r.shared_prefix_boundary = 0;  // a lookup replaces it
   for (auto& v : m.hit_blocks) v.clear();
   m.hit_handle = h;
   m.hit_epoch = m.epoch;
@@ -412,7 +468,10 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
   m.hit_tokens = L;
   stats_.hit_tokens += L;
   PrefixHit hit{L, L};
-  if (config_.semantics == VllmSemantics::kLatest) hit.shared_prefix_tokens = std::max(L, longest_single);
+  if (config_.semantics == VllmSemantics::kLatest) {
+    hit.shared_prefix_tokens = std::max(L, longest_single);
+    r.shared_prefix_boundary = hit.shared_prefix_boundary();
+  }
   return hit;
 }
 
@@ -498,7 +557,8 @@ int64_t BlocksToAllocate(const KvGroupConfig& g, const BlockPool& pool, int64_t 
 
 bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
                                    int64_t num_new_tokens, int64_t num_new_computed_tokens,
-                                   int64_t num_lookahead_tokens, bool full_sequence_must_fit) {
+                                   int64_t num_lookahead_tokens, bool full_sequence_must_fit,
+                                   int64_t num_in_flight_tokens) {
   Impl& m = *impl_;
   RequestState& r = m.reqs[static_cast<size_t>(h)];
   KVSIM_CHECK(r.live);
@@ -518,14 +578,31 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
     need_slots = std::min(need_slots, config_.max_model_len);
     need_main = std::min(need_main, config_.max_model_len);
   }
-  // Out-of-window blocks go first, counting only tokens actually processed.
-  if (!m.single_full) RemoveSkippedBlocks(h, num_computed_tokens);
+  // Out-of-window blocks go first. [latest] only tokens already processed count: the
+  // window of a step still in flight must stay readable.
+  if (!m.single_full) {
+    int64_t processed = num_computed_tokens;
+    if (config_.semantics == VllmSemantics::kLatest)
+      processed = std::max<int64_t>(0, num_computed_tokens - num_in_flight_tokens);
+    RemoveSkippedBlocks(h, processed);
+  }
   ++m.epoch;
 
   static const std::vector<BlockId> kEmpty;
   auto hit_of = [&](size_t g) -> std::span<const BlockId> {
     return use_hit ? std::span<const BlockId>(m.hit_blocks[g]) : std::span<const BlockId>(kEmpty);
   };
+  // A Mamba hit on a state another request cached in this very step waits a step.
+  if (use_hit && m.step_tracking && !m.cached_this_step.empty()) {
+    const std::vector<BlockHash>& hashes = r.hasher.hashes();
+    for (size_t g = 0; g < ng; ++g) {
+      const auto& hb = m.hit_blocks[g];
+      if (config_.groups[g].kind != KvGroupKind::kMamba || hb.empty()) continue;
+      const int64_t last = static_cast<int64_t>(hb.size()) * m.hash_ratio[g] - 1;
+      if (m.CachedThisStep(hashes[static_cast<size_t>(last)], static_cast<int32_t>(g)))
+        return false;
+    }
+  }
   const int64_t free = pool_.num_free_blocks();
   if (full_sequence_must_fit) {
     int64_t whole = r.hasher.num_tokens();
@@ -637,11 +714,34 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
     const int64_t k = m.hash_ratio[g];
     const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(r.blocks[g].size()));
     const int64_t j0 = r.num_cached[g];
-    if (nfull > j0)
-      pool_.CacheBlocks(r.blocks[g].data() + j0, hashes.data() + (j0 + 1) * k - 1, k,
-                        nfull - j0, static_cast<int32_t>(g));
+    if (nfull > j0) {
+      const bool dense = !m.sparse_retention || !RetentionMask(g, r, j0, nfull, m.mask);
+      if (m.step_tracking && config_.groups[g].kind == KvGroupKind::kMamba) {
+        for (int64_t j = j0; j < nfull; ++j)
+          if (r.blocks[g][static_cast<size_t>(j)] != kNullBlock &&
+              (dense || m.mask[static_cast<size_t>(j - j0)]))
+            m.cached_this_step.emplace_back(hashes[static_cast<size_t>((j + 1) * k - 1)],
+                                            static_cast<int32_t>(g));
+      }
+      if (dense) {
+        pool_.CacheBlocks(r.blocks[g].data() + j0, hashes.data() + (j0 + 1) * k - 1, k,
+                          nfull - j0, static_cast<int32_t>(g));
+      } else {
+        // Blocks outside the mask are never hashed: they go back to the free queue
+        // unhashed (to its head in latest) and no later hit can end on them.
+        for (int64_t j = j0; j < nfull; ++j)
+          if (m.mask[static_cast<size_t>(j - j0)])
+            pool_.CacheBlocks(r.blocks[g].data() + j, hashes.data() + (j + 1) * k - 1, k, 1,
+                              static_cast<int32_t>(g));
+      }
+    }
     r.num_cached[g] = std::max(r.num_cached[g], nfull);
   }
+}
+
+void KvCacheManager::NewStepStarts() {
+  impl_->step_tracking = true;
+  impl_->cached_this_step.clear();
 }
 
 void KvCacheManager::Free(RequestHandle h) {
@@ -663,10 +763,18 @@ int64_t KvCacheManager::MambaAlignedSplit(RequestHandle h, int64_t num_computed_
   if (!config_.has_mamba_align()) return num_new_tokens;
   const RequestState& r = impl_->reqs[static_cast<size_t>(h)];
   const int64_t ntok = r.hasher.num_tokens();
-  if (ntok > r.num_prompt_tokens) return num_new_tokens;  // decoding: no split
   int64_t B = 0;
   for (const auto& g : config_.groups)
     if (g.kind == KvGroupKind::kMamba && g.mamba_mode == MambaCacheMode::kAlign) B = g.block_size;
+  if (config_.semantics == VllmSemantics::kLatest) {
+    const int64_t junction =
+        r.shared_prefix_boundary > 0 ? r.shared_prefix_boundary : shared_prefix_tokens;
+    return LatestMambaAlignedSplit(num_computed_tokens, num_new_tokens, ntok,
+                                   r.num_prompt_tokens, B, impl_->hash_block,
+                                   config_.hash_block_size > 0 && impl_->hash_block < B,
+                                   config_.use_eagle, junction, chunk_limit);
+  }
+  if (ntok > r.num_prompt_tokens) return num_new_tokens;  // decoding: no split
   int64_t n = num_new_tokens;
   const int64_t comp = num_computed_tokens;
   int64_t last = ntok - ntok % B;
@@ -678,11 +786,36 @@ int64_t KvCacheManager::MambaAlignedSplit(RequestHandle h, int64_t num_computed_
   } else if (comp < last && last < after) {
     n = last - comp;
   }
-  if (config_.semantics == VllmSemantics::kLatest && shared_prefix_tokens > comp &&
-      shared_prefix_tokens < comp + n && shared_prefix_tokens % B == 0) {
-    n = shared_prefix_tokens - comp;
-  }
   return n;
+}
+
+int64_t LatestMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t num_tokens,
+                                int64_t num_prompt_tokens, int64_t B, int64_t hash_block,
+                                bool partial_hits, bool use_eagle, int64_t junction,
+                                int64_t chunk_limit) {
+  // Only while prefilling (a resumed request replays its outputs as prefill too).
+  if (start >= std::max(num_prompt_tokens, num_tokens - 1)) return num_new_tokens;
+  int64_t last_cacheable = num_tokens - num_tokens % B;
+  if (use_eagle) last_cacheable = std::max<int64_t>(last_cacheable - B, 0);
+  int64_t end = start + num_new_tokens;
+  if (end < last_cacheable) {
+    // Prefer chunks that end on a block; when a block cannot fit in any chunk, move on
+    // sub-block and re-align at the next boundary reached.
+    const int64_t aligned_end = end / B * B;
+    if (aligned_end > start || B <= chunk_limit) end = aligned_end;
+  }
+  const int64_t next_block = (start / B + 1) * B;
+  const int64_t tail = partial_hits ? num_prompt_tokens / hash_block * hash_block : 0;
+  const int64_t stops[4] = {
+      start % B != 0 && next_block <= last_cacheable ? next_block : 0,
+      last_cacheable,
+      last_cacheable < tail && tail < num_prompt_tokens ? tail : 0,
+      start < junction && junction < end ? start + (junction - start) / B * B : 0,
+  };
+  int64_t stop = end;
+  for (int64_t s : stops)
+    if (start < s && s < stop) stop = s;
+  return std::max<int64_t>(stop - start, 0);
 }
 
 int64_t KvCacheManager::BlocksNeededFresh(int64_t num_tokens) const {

@@ -43,11 +43,20 @@
 //   Free / RemoveRequest / RemoveSkippedBlocks: give blocks back to the free queue (in reverse
 //     order), never touching other requests.
 //
-// Semantics knobs: VllmSemantics picks the free-queue behaviour (classic vs latest, §0);
-// `latest` also reports the Marconi-style shared-prefix junction and lets MambaAlignedSplit
-// stop a chunk there. Sparse retention (prefix_cache_retention_interval) is not modelled:
-// retention is dense (every reachable full block that holds a real block is cached).
-// The Mamba "hit cached in the current step is deferred" rule (§5.4) is not modelled.
+// Semantics knobs: VllmSemantics picks the snapshot (classic 2026-05 vs latest 2026-08-18,
+// §0; docs/vllm-latest-hybrid.md has the latest-only rules with worked examples):
+//   - the free-queue order (unhashed blocks to the head in latest);
+//   - [latest] sparse retention (prefix_cache_retention_interval, default 0): sliding-window
+//     and Mamba groups cache only the blocks a hit can end on at the request's replay
+//     boundary (num_prompt_tokens − 1, floored to the scheduler block), at its shared-prefix
+//     junction, and (interval k > 0) at the end of every k-token segment; `null` is dense.
+//     Classic is always dense (every reachable full block that holds a real block is cached);
+//   - [latest] the shared-prefix junction: a lookup whose lagging sparse group stops short of
+//     the longest single-group hit remembers that longest hit on the request; the retention
+//     mask keeps it and MambaAlignedSplit ends a prefill chunk there (floored to a block).
+// The Mamba "hit cached in the current step is deferred" rule (§5.4) applies once a stepping
+// caller calls NewStepStarts (replay never does). Not modelled: partial (sub-block) hits of a
+// finer prefix_match_unit, and connector-loaded blocks.
 #pragma once
 
 #include <cstdint>
@@ -92,7 +101,13 @@ struct KvCacheManagerConfig {
   bool enable_caching = true;
   bool use_eagle = false;             // EAGLE/MTP: drop the last hit block (§5.4)
   VllmSemantics semantics = VllmSemantics::kLatest;
-  int64_t hash_block_size = 0;        // 0 = derived as vLLM does (§5.1)
+  int64_t hash_block_size = 0;        // 0 = derived as vLLM does (§5.1); > 0 = prefix_match_unit
+  // CacheConfig.prefix_cache_retention_interval [latest]: kRetentionProfileDefault (0 in
+  // latest, dense in classic), kRetentionDense (`null`: every reachable block), 0 (replay
+  // boundary and junctions only) or k > 0 (also one checkpoint per k-token segment).
+  static constexpr int64_t kRetentionDense = -1;
+  static constexpr int64_t kRetentionProfileDefault = -2;
+  int64_t prefix_cache_retention_interval = kRetentionProfileDefault;
   // Tests only: run the general hybrid coordinator even for a single full-attention group
   // (which otherwise takes a specialized lookup), so the two can be compared.
   bool disable_fast_paths = false;
@@ -103,6 +118,8 @@ struct KvCacheManagerConfig {
   // any Mamba group is not in `align` mode.
   int64_t resolved_hash_block_size() const;
   bool has_mamba_align() const;
+  // The retention in force: kRetentionDense or an interval ≥ 0 (profile default resolved).
+  int64_t effective_retention_interval() const;
   Status Validate() const;
 };
 
@@ -116,12 +133,28 @@ Result<KvCacheManagerConfig> KvCacheManagerConfigFromHybrid(std::string_view hyb
 
 using RequestHandle = int32_t;
 
+// The latest snapshot's _mamba_block_aligned_split (step-log §9) as a pure function: the
+// tokens a prefill chunk of `num_new_tokens` starting at `start` may schedule, for a request
+// of `num_tokens` known tokens (`num_prompt_tokens` of prompt) and Mamba block `B`.
+// `partial_hits`: a finer prefix_match_unit (`hash_block`) is set, so the prompt's last hash
+// boundary is a stop. `junction`: the request's shared_prefix_boundary (0 = none).
+// `chunk_limit`: the most a step can give one request.
+int64_t LatestMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t num_tokens,
+                                int64_t num_prompt_tokens, int64_t B, int64_t hash_block,
+                                bool partial_hits, bool use_eagle, int64_t junction,
+                                int64_t chunk_limit);
+
 struct PrefixHit {
   int64_t num_tokens = 0;  // hit tokens: block-aligned (scheduler block), ≤ num_tokens − 1
   // [latest] the longest hit any single group type found (≥ num_tokens): the end of a shared
   // prefix whose state is not cached everywhere (Marconi junction). Equals num_tokens in
   // classic and for single-group models.
   int64_t shared_prefix_tokens = 0;
+  // vLLM's shared_prefix_boundary as get_computed_blocks returns it: shared_prefix_tokens
+  // when it exceeds num_tokens (a sparse group lags), else 0. Always 0 in classic.
+  int64_t shared_prefix_boundary() const {
+    return shared_prefix_tokens > num_tokens ? shared_prefix_tokens : 0;
+  }
 };
 
 struct PrefixCacheStats {
@@ -162,7 +195,9 @@ class KvCacheManager {
   // ---- Scheduling ----------------------------------------------------------------------
   // vLLM's get_computed_blocks: the longest prefix hit across groups, capped at
   // num_tokens − 1 and aligned to the scheduler block size. Only looks when
-  // num_computed_tokens == 0 and caching is on; otherwise returns {0, 0}.
+  // num_computed_tokens == 0 and caching is on; otherwise returns {0, 0}. A lookup
+  // (num_computed_tokens == 0) also stores the hit's shared_prefix_boundary() on the request,
+  // as vLLM's scheduler does, for the retention mask and MambaAlignedSplit.
   PrefixHit GetComputedBlocks(RequestHandle h, int64_t num_computed_tokens);
 
   // vLLM's allocate_slots. `num_computed_tokens`: tokens that already have slots (the
@@ -171,14 +206,24 @@ class KvCacheManager {
   // now (including scheduled draft tokens); lookahead slots are allocated but never cached.
   // With `full_sequence_must_fit`, the whole request (num_tokens) must fit first.
   // Returns false, with nothing changed (but see remove_skipped above), when out of blocks.
+  // `num_in_flight_tokens` [latest]: tokens of num_computed_tokens scheduled but not yet
+  // processed (async scheduling); out-of-window blocks are freed only up to the processed
+  // tokens (classic frees up to num_computed_tokens).
   bool AllocateSlots(RequestHandle h, int64_t num_computed_tokens, int64_t num_new_tokens,
                      int64_t num_new_computed_tokens = 0, int64_t num_lookahead_tokens = 0,
-                     bool full_sequence_must_fit = false);
+                     bool full_sequence_must_fit = false, int64_t num_in_flight_tokens = 0);
 
   // vLLM's cache_blocks(request, num_tokens): caches the request's full blocks up to
   // min(num_tokens, its appended tokens). AllocateSlots does this for the tokens it covers;
   // async scheduling also calls it when a step's outputs arrive for a running request.
   void CacheBlocks(RequestHandle h, int64_t num_tokens);
+
+  // vLLM's new_step_starts, called by a stepping scheduler at the start of every step. From
+  // the first call on, a Mamba hit whose state block was cached during the current step is
+  // deferred (§5.4, MambaManager.cached_blocks_this_step): AllocateSlots with that hit
+  // returns false, as vLLM's "not enough blocks", so the request waits a step. [latest]
+  // only states that actually got a hash count. Never called (replay): no deferral.
+  void NewStepStarts();
 
   // Frees every block of the request in reverse order (group by group); the request keeps its
   // hashes (preemption by recompute). Idempotent.
@@ -190,9 +235,17 @@ class KvCacheManager {
 
   // The Mamba `align` chunk split (_mamba_block_aligned_split, §6): trims `num_new_tokens`
   // so a prefill chunk that does not finish the prompt ends on a block boundary and never
-  // runs past the last cacheable boundary; [latest] also stops at `shared_prefix_tokens`.
-  // `chunk_limit` is the step's token budget for this request (keeps a chunk non-empty when
-  // the block is larger than the budget). Identity when no Mamba align group exists.
+  // runs past the last cacheable boundary. `num_computed_tokens` is where the chunk starts
+  // (computed + hit). `chunk_limit` is the most tokens a step can ever give one request
+  // (min of the token budget and long_prefill_token_threshold): chunks are rounded down to a
+  // block only when a block fits it. Identity when no Mamba align group exists.
+  // [latest] (step-log §9) the chunk also stops at the first of: the next block boundary
+  // when it starts mid-block, the last cacheable boundary, the prompt's last hash boundary
+  // (finer prefix_match_unit), and the request's shared-prefix junction floored to a block
+  // (the one its last lookup stored; `shared_prefix_tokens` is used only when the request
+  // has none, so callers may pass the hit's value or 0). It also applies to a resumed
+  // request replaying its output tokens (start < max(prompt, num_tokens − 1)).
+  // [classic] the junction argument is ignored.
   int64_t MambaAlignedSplit(RequestHandle h, int64_t num_computed_tokens,
                             int64_t num_new_tokens, int64_t shared_prefix_tokens,
                             int64_t chunk_limit) const;
@@ -217,6 +270,10 @@ class KvCacheManager {
   struct RequestState;  // defined in the .cc
 
  private:
+  // [latest] the sparse-retention mask of group `g` over blocks [start, end) of request `r`;
+  // false when every block is to be cached.
+  bool RetentionMask(size_t g, const RequestState& r, int64_t start, int64_t end,
+                     std::vector<uint8_t>& mask) const;
   struct Impl;
   KvCacheManagerConfig config_;
   BlockPool pool_;

@@ -56,6 +56,9 @@ struct PlannerConfig {
   KvSplit kv_split = KvSplit::kPackedInContent;
   bool hybrid_kv_cache_manager = true;
   VllmSemantics semantics = VllmSemantics::kLatest;
+  // CacheConfig.prefix_cache_retention_interval [latest]: −2 = the profile's default (0 in
+  // latest, dense in classic), −1 = null (dense), 0 or k > 0 tokens (KvCacheManagerConfig).
+  int64_t prefix_cache_retention_interval = -2;
 };
 
 struct PlannedLayer {

@@ -19,8 +19,12 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   std::string note;
   auto wl = MakeWorkload(sc.sim.workload, sc.seed, &note);
   if (!wl.ok()) return wl.status();
-  const SchedulerParams params =
+  SchedulerParams params =
       EngineSchedulerParams(sc, plan.value(), kvc.value(), sc.cache.num_speculative_tokens);
+  // Async scheduling with drafts would need placeholders for the drafts too: such runs are
+  // modelled with sync scheduling (docs/step-log.md).
+  params.async_scheduling =
+      sc.sim.scheduler.async_scheduling && sc.cache.num_speculative_tokens == 0;
   std::unique_ptr<Engine> e(
       new Engine(sc, std::move(plan.value()), kvc.value(), params, std::move(wl.value())));
   e->workload_note_ = note;
@@ -39,6 +43,7 @@ Engine::Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig&
   sc_.tree = ConfigNode();  // the parsed structs are all the engine needs
   workload_desc_ = workload_->Describe();
   num_spec_ = sc_.cache.num_speculative_tokens;
+  async_ = params.async_scheduling;
   if (sc_.sim.run.max_sim_seconds > 0) {
     stop_at_ = static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond);
   }
@@ -146,15 +151,20 @@ void Engine::EndForWorkload(const RequestSpec& spec, int64_t output_tokens) {
   }
 }
 
-void Engine::OnSchedule() {
-  if (step_in_flight_) return;
-  if (inst_.idle()) return;
-  inst_.Decide(step_);
-  for (SimRequest* p : step_.preempted) {
+void Engine::DecideInto(StepPlan& plan, StepRecord& record) {
+  inst_.Decide(plan);
+  for (SimRequest* p : plan.preempted) {
     metrics_.Preemption();
     metrics_.record(p->id).preemptions = p->num_preemptions;
     if (trace_) trace_->RequestInstant(p->id, "preempted", now_);
   }
+  if (step_log_) RecordDecision(plan, record);
+}
+
+void Engine::OnSchedule() {
+  if (step_in_flight_) return;
+  if (inst_.idle()) return;
+  DecideInto(step_, step_record_);
   if (step_.empty()) {
     const SchedulerState& state = inst_.state();
     if (state.running.empty() && !state.waiting.empty()) {
@@ -171,6 +181,10 @@ void Engine::OnSchedule() {
     KVSIM_CHECK_MSG(state.running.empty(), "running requests but an empty step");
     return;
   }
+  Launch();
+}
+
+void Engine::Launch() {
   cost_.Begin();
   int64_t admitted = 0;
   for (const ScheduledChunk& c : step_.scheduled) {
@@ -192,10 +206,17 @@ void Engine::OnSchedule() {
                  static_cast<int64_t>(step_.scheduled.size()), admitted,
                  static_cast<int64_t>(step_.preempted.size()));
   }
-  if (step_log_) RecordStep(dt);
+  step_record_.t_start_ns = now_;
+  step_record_.t_end_ns = now_ + dt;
   step_start_ = now_;
   step_in_flight_ = true;
   queue_.Push(now_ + dt, EventKind::kStepEnd);
+  if (async_) {
+    // vLLM's async engine decides the next step while this one runs on the GPU: before this
+    // step's outputs are applied (its sampled tokens count as in flight).
+    DecideInto(next_, next_record_);
+    next_decided_ = true;
+  }
 }
 
 void Engine::OnStepEnd() {
@@ -256,25 +277,38 @@ void Engine::OnStepEnd() {
   for (SimRequest* p : finished_buf_) Finish(*live_[static_cast<size_t>(p->id)]);
   step_.scheduled.clear();
   step_.preempted.clear();
+  if (next_decided_) {
+    next_decided_ = false;
+    std::swap(step_, next_);
+    std::swap(step_record_, next_record_);
+    if (!step_.empty()) {
+      Launch();
+      return;
+    }
+    // An empty decision (every running request had its final token in flight): nothing runs;
+    // the next decision sees this step's outputs.
+    if (step_log_) {
+      step_record_.t_start_ns = step_record_.t_end_ns = now_;
+      (*step_log_)(step_record_);
+    }
+  }
   RequestSchedule();
 }
 
-void Engine::RecordStep(Tick dt) {
-  StepRecord& rec = step_record_;
+void Engine::RecordDecision(const StepPlan& plan, StepRecord& rec) {
   rec = StepRecord{};
   rec.step = step_index_++;
-  for (const ScheduledChunk& c : step_.scheduled) {
+  for (const ScheduledChunk& c : plan.scheduled) {
     const auto id = static_cast<int32_t>(c.req->id);
-    rec.scheduled.push_back({id, c.num_tokens, c.num_computed_before, c.new_admission ? c.hit_tokens : -1});
+    rec.scheduled.push_back(
+        {id, c.num_tokens, c.num_computed_before, c.new_admission ? c.hit_tokens : -1});
     if (c.new_admission) (c.resumed ? rec.resumed : rec.admitted_new).push_back(id);
   }
-  for (SimRequest* p : step_.preempted) rec.preempted.push_back(static_cast<int32_t>(p->id));
+  for (SimRequest* p : plan.preempted) rec.preempted.push_back(static_cast<int32_t>(p->id));
   rec.num_free_blocks = inst_.kv().num_free_blocks();
   rec.running = static_cast<int64_t>(inst_.state().running.size());
   rec.waiting = static_cast<int64_t>(inst_.state().waiting.size());
-  rec.num_scheduled_tokens = step_.num_scheduled_tokens;
-  rec.t_start_ns = now_;
-  rec.t_end_ns = now_ + dt;
+  rec.num_scheduled_tokens = plan.num_scheduled_tokens;
 }
 
 void Engine::Finish(Live& l) {

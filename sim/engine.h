@@ -72,6 +72,8 @@ class Engine {
   void PullOpenLoop();
   void OnArrival(int64_t id);
   void OnSchedule();
+  void DecideInto(StepPlan& plan, StepRecord& record);  // a decision; counts preemptions
+  void Launch();  // prices step_ and starts it; async: decides next_ at once
   void OnStepEnd();
   void Finish(Live& l);
   void Reject(Live& l);
@@ -79,7 +81,7 @@ class Engine {
   // the follow-up arrivals it returns.
   void EndForWorkload(const RequestSpec& spec, int64_t output_tokens);
   void RequestSchedule();
-  void RecordStep(Tick dt);  // fills step_record_ from the decided step_
+  void RecordDecision(const StepPlan& plan, StepRecord& record);  // the step log's fields
 
   Scenario sc_;
   KvCachePlan plan_;
@@ -93,6 +95,10 @@ class Engine {
   TraceRecorder* trace_ = nullptr;
   const StepRecordSink* step_log_ = nullptr;
   StepRecord step_record_;  // the step in flight, completed at its end
+  StepRecord next_record_;  // async: the decided step that runs after it
+  StepPlan next_;           // async: decided before step_'s outputs are applied
+  bool next_decided_ = false;
+  bool async_ = false;
   int64_t step_index_ = 0;  // executed steps so far
 
   std::vector<std::unique_ptr<Live>> live_;  // by request id; null once finished

@@ -26,6 +26,7 @@ struct ReplayArgs {
   std::string model;
   std::string scenario;
   std::string semantics;
+  std::string retention;  // --prefix-cache-retention-interval: "", "null" or an integer
   std::string per_request;
   bool curve = false;
   bool json = false;
@@ -34,8 +35,27 @@ struct ReplayArgs {
 
 Status Bad(const std::string& msg) { return Status::Error("bad_flags", "replay: " + msg); }
 
+// --prefix-cache-retention-interval: "null" → dense, N ≥ 0 tokens; "" → the profile's.
+Result<int64_t> ParseRetention(const std::string& v) {
+  if (v.empty()) return KvCacheManagerConfig::kRetentionProfileDefault;
+  if (v == "null") return KvCacheManagerConfig::kRetentionDense;
+  int64_t n = 0;
+  size_t pos = 0;
+  try {
+    n = std::stoll(v, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos != v.size() || n < 0)
+    return Bad("--prefix-cache-retention-interval takes null or a token count ≥ 0, got '" +
+               v + "'");
+  return n;
+}
+
 Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a) {
   if (a.block_size <= 0) return Bad("--block-size must be a positive integer");
+  auto retention = ParseRetention(a.retention);
+  if (!retention.ok()) return retention.status();
   if (a.num_blocks > 0 && a.cache_tokens > 0)
     return Bad("give --num-blocks or --cache-tokens, not both");
   if (a.num_blocks <= 0 && a.cache_tokens <= 0 && !a.curve)
@@ -53,6 +73,8 @@ Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a) {
     opts.overrides.push_back("cache.num_gpu_blocks=" +
                              std::to_string(a.num_blocks > 0 ? a.num_blocks : 2));
     if (!a.semantics.empty()) opts.overrides.push_back("cache.vllm_semantics=" + a.semantics);
+    if (!a.retention.empty())
+      opts.overrides.push_back("cache.prefix_cache_retention_interval=" + a.retention);
     auto sc = LoadScenario(opts);
     if (!sc.ok()) return sc.status();
     auto plan = sc->Plan();
@@ -66,6 +88,7 @@ Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a) {
     if (!c.ok()) return c.status();
     cfg = std::move(c.value());
     if (a.semantics == "classic") cfg.semantics = VllmSemantics::kClassic;
+    cfg.prefix_cache_retention_interval = retention.value();
   }
   if (a.num_blocks > 0) cfg.num_blocks = a.num_blocks;
   if (a.cache_tokens > 0) cfg.num_blocks = a.cache_tokens / cfg.scheduler_block_size() + 1;
@@ -161,6 +184,11 @@ void RunReplay(const ReplayArgs& a) {
     j["num_blocks"] = cfg->num_blocks;
     j["groups"] = cfg->groups.size();
     j["vllm_semantics"] = std::string(VllmSemanticsName(cfg->semantics));
+    const int64_t retention = cfg->effective_retention_interval();
+    if (retention == KvCacheManagerConfig::kRetentionDense)
+      j["prefix_cache_retention_interval"] = nullptr;
+    else
+      j["prefix_cache_retention_interval"] = retention;
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format(
@@ -201,10 +229,15 @@ void RegisterReplay(CLI::App& app) {
   cmd->add_option("--scenario", args.scenario, "build the groups from a scenario's plan");
   cmd->add_option("--vllm-semantics", args.semantics, "classic | latest (default latest)")
       ->check(CLI::IsMember({"classic", "latest"}));
+  cmd->add_option("--prefix-cache-retention-interval", args.retention,
+                  "[latest] SWA/Mamba checkpoints kept: 0 (default) = replay boundary and "
+                  "shared-prefix junctions, N = also one per N-token segment, null = dense");
   cmd->add_option("--per-request", args.per_request,
                   "write {\"id\",\"prompt_tokens\",\"hit_tokens\"} per request to this JSONL");
   cmd->add_flag("--curve", args.curve,
-                "print capacity_blocks,hit_tokens,hit_rate for every capacity (one pass)");
+                "print capacity_blocks,hit_tokens,hit_rate for every capacity (one pass); "
+                "single full-attention group only: hybrid layouts are not a stack algorithm "
+                "(sparse retention, windows, Mamba states), replay each capacity instead");
   cmd->add_flag("--json", args.json, "print one JSON summary object");
   cmd->add_flag("--skip-bad-lines", args.skip_bad_lines,
                 "skip malformed trace lines (counted) instead of failing");

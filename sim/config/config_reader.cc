@@ -157,6 +157,28 @@ int64_t ConfigReader::Int(const std::string& key, int64_t def, const std::string
   return v;
 }
 
+int64_t ConfigReader::IntOrNull(const std::string& key, int64_t def, int64_t null_value,
+                                const std::string& def_text, const std::string& help,
+                                int64_t min) {
+  requested_.insert(key);
+  if (docs_) docs_->push_back({KeyPath(key), "int or null", def_text, help});
+  if (!node_) return def;
+  const ConfigNode* n = node_->Find(key);
+  if (!n) return def;
+  if (n->is_null()) return null_value;
+  int64_t v = 0;
+  if (!n->is_scalar() || !ParseInt(n->scalar, &v)) {
+    WrongType(key, *n, "an integer or null");
+    return def;
+  }
+  if (v < min) {
+    Error(key, "bad_value", std::to_string(v) + " is out of range: must be at least " +
+                                std::to_string(min) + " (or null)");
+    return def;
+  }
+  return v;
+}
+
 int64_t ConfigReader::Bytes(const std::string& key, int64_t def, const std::string& help) {
   const ConfigNode* n = Get(key, "bytes", std::to_string(def), help);
   if (!n) return def;

@@ -59,6 +59,10 @@ class ConfigReader {
               int64_t min = std::numeric_limits<int64_t>::min(),
               int64_t max = std::numeric_limits<int64_t>::max());
   // An integer count of bytes; accepts suffixes KiB, MiB, GiB, TiB, KB, MB, GB, TB.
+  // An integer that may also be YAML `null` (returned as `null_value`); absent → `def`,
+  // documented as `def_text`.
+  int64_t IntOrNull(const std::string& key, int64_t def, int64_t null_value,
+                    const std::string& def_text, const std::string& help, int64_t min);
   int64_t Bytes(const std::string& key, int64_t def, const std::string& help);
   double Double(const std::string& key, double def, const std::string& help,
                 double min = -std::numeric_limits<double>::infinity(),

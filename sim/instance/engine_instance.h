@@ -43,8 +43,12 @@ class EngineInstance {
     state_.AddWaiting(r, params_.policy);
   }
 
-  // One scheduling decision into `plan`.
-  void Decide(StepPlan& plan) { Schedule(params_, state_, adapter_, plan); }
+  // One scheduling decision into `plan`. Like vLLM's schedule(), it first tells the KV
+  // manager a new step starts (a Mamba hit on a state cached in this step then waits a step).
+  void Decide(StepPlan& plan) {
+    mgr_.NewStepStarts();
+    Schedule(params_, state_, adapter_, plan);
+  }
 
   // Applies the outputs of the step `plan` decided, then releases the requests that finished
   // (ApplyTokens followed by ReleaseFinished; drivers that measure the pool between the two

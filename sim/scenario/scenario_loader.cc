@@ -433,6 +433,15 @@ void ParseCacheSections(ConfigReader& root, Scenario& sc) {
                          "which vLLM snapshot to mirror where they differ") == "classic"
                     ? VllmSemantics::kClassic
                     : VllmSemantics::kLatest;
+  c.prefix_cache_retention_interval = r.IntOrNull(
+      "prefix_cache_retention_interval", -2, -1, "0 (latest), dense (classic)",
+      "[latest] sparse SWA/Mamba checkpoints: 0 = replay boundary and shared-prefix "
+      "junctions only, k = also one per k-token segment, null = dense (every block)",
+      0);
+  if (c.semantics == VllmSemantics::kClassic && c.prefix_cache_retention_interval >= 0)
+    r.Error("prefix_cache_retention_interval", "bad_value",
+            "only for vllm_semantics latest (vLLM 2026-08); classic is always dense: drop "
+            "it or set it to null");
   c.max_model_len = r.Int("max_model_len", 0, "context length; 0 = the model's", 0);
   r.Finish();
 

@@ -371,6 +371,10 @@ void ParseSchedulerExtras(ConfigReader& s, Scenario& sc) {
   x.full_sequence_must_fit =
       s.Bool("full_sequence_must_fit", true,
              "admit a request only if its whole prompt fits (scheduler_reserve_full_isl)");
+  x.async_scheduling =
+      s.Bool("async_scheduling", false,
+             "decide step k+1 while step k runs, before its outputs are applied (vLLM's "
+             "default; runs with drafts and P/D instances use sync scheduling)");
 }
 
 const std::vector<std::string>& ReferenceMetricNames() {

@@ -96,6 +96,9 @@ struct SchedulerExtras {
   bool enable_chunked_prefill = true;
   std::string policy = "fcfs";
   bool full_sequence_must_fit = true;
+  // vLLM's default engine; off until the step-time model splits a step's CPU and GPU parts
+  // (async overlaps them). Single-engine runs only: P/D instances and drafts run sync.
+  bool async_scheduling = false;
 };
 
 struct RunConfig {

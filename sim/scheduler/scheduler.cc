@@ -131,7 +131,7 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
     c.req = r;
     c.num_tokens = n;
     c.num_computed_before = r->num_computed_tokens;
-    c.num_spec_tokens = std::max<int64_t>(0, n + r->num_computed_tokens - r->num_tokens);
+    c.num_spec_tokens = std::max<int64_t>(0, n + r->num_computed_tokens - r->known_tokens());
     plan.scheduled.push_back(c);
     plan.num_scheduled_tokens += n;
     budget -= n;

@@ -15,6 +15,12 @@ check "classic" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --vllm
 check "concurrency" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --concurrency 4
 check "model" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 3000 --model llama-3.1-8b
 check "curve" 0 "$kvsim" replay "$tok" --block-size 16 --curve
+check "retention null" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid swa:128 --prefix-cache-retention-interval null
+check "retention 64" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid mamba-all --prefix-cache-retention-interval 64
+check "retention bad" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid mamba-all --prefix-cache-retention-interval -3
+check "retention classic" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid mamba-all --vllm-semantics classic --prefix-cache-retention-interval 0
+out=$("$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid swa:128 --json --prefix-cache-retention-interval null)
+echo "$out" | grep -q '"prefix_cache_retention_interval": null' || { echo "FAIL retention null not reported: $out"; fail=1; }
 check "no capacity" 2 "$kvsim" replay "$tok" --block-size 16
 check "bad hybrid" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 10 --hybrid swa:x
 check "missing trace" 2 "$kvsim" replay /nonexistent.jsonl --block-size 16 --num-blocks 10

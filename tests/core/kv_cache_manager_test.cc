@@ -258,6 +258,7 @@ TEST_CASE("8.13 sliding-window freeing", "[kv_manager][8.13]") {
   c.groups.push_back({KvGroupKind::kSlidingWindow, 2, /*window=*/4});
   c.num_blocks = 20;
   c.semantics = sem;
+  c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;  // §8 is dense
   KvCacheManager m(c);
   const RequestHandle h = m.AddRequest(Range(0, 22));
   REQUIRE(m.AllocateSlots(h, 0, 22));
@@ -331,6 +332,7 @@ KvCacheManagerConfig HybridFullTwoSwa(VllmSemantics s) {
   c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 32});
   c.num_blocks = 21;
   c.semantics = s;
+  c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;  // §8 is dense
   return c;
 }
 
@@ -384,6 +386,7 @@ TEST_CASE("8.16 different block sizes: LCM alignment", "[kv_manager][8.16]") {
   c.groups.push_back({KvGroupKind::kFullAttention, 32});
   c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 32});
   c.num_blocks = 100;
+  c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;  // §8 is dense
   REQUIRE(c.resolved_hash_block_size() == 16);
   REQUIRE(c.scheduler_block_size() == 32);
   KvCacheManager m(c);
@@ -412,6 +415,7 @@ TEST_CASE("8.17 Mamba align: shared prefix and the aligned split", "[kv_manager]
   auto cfg = KvCacheManagerConfigFromHybrid("mamba-align", 16, 100);
   REQUIRE(cfg.ok());
   cfg->semantics = sem;
+  cfg->prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;  // §8 is dense
   KvCacheManager m(cfg.value());
   const auto t0 = Range(0, 48);
   const RequestHandle h0 = m.AddRequest(t0);
@@ -444,6 +448,7 @@ TEST_CASE("8.17 Mamba align: shared prefix and the aligned split", "[kv_manager]
 
 TEST_CASE("Mamba align keeps at most 2 live state blocks while decoding", "[kv_manager]") {
   auto cfg = KvCacheManagerConfigFromHybrid("mamba-align", 16, 100);
+  cfg->prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
   KvCacheManager m(cfg.value());
   const RequestHandle h = m.AddRequest(Range(0, 48));
   REQUIRE(m.AllocateSlots(h, 0, 48));

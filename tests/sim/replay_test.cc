@@ -215,6 +215,34 @@ TEST_CASE("Curve bound where vLLM is not a stack algorithm (block-aligned prompt
   INFO("capacities where replay < curve: " << differ);
 }
 
+// Hybrid layouts are not a stack algorithm (docs/vllm-latest-hybrid.md §7), so --curve
+// refuses them; what holds is an upper bound: the full-attention group references the same
+// blocks at every capacity, and the other group's blocks, ghost copies and unhashed blocks
+// only push them deeper, so a hybrid replay at U never beats the full-attention curve at U.
+TEST_CASE("Hybrid replay is bounded by the full-attention curve", "[replay][curve]") {
+  const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
+  const bool dense = GENERATE(false, true);
+  const std::string hybrid =
+      GENERATE(std::string("swa:64"), std::string("mamba-align"), std::string("mamba-all"));
+  if (sem == VllmSemantics::kClassic && dense) return;  // classic is always dense
+  const RequestTrace t = SampleTokens();
+  auto curve = ReplayCurve(t, Cfg("", 16, 2, sem));
+  REQUIRE(curve.ok());
+  int64_t checked = 0, below = 0;
+  for (int64_t cap = curve->min_capacity_blocks; cap <= 3 * curve->saturation_blocks;
+       cap += std::max<int64_t>(1, curve->saturation_blocks / 8)) {
+    auto cfg = Cfg(hybrid, 16, cap, sem);
+    if (dense) cfg.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
+    const ReplayResult r = Replay(t, cfg);
+    if (r.not_served > 0) continue;  // an unserved request references fewer blocks
+    CHECK(r.hit_tokens <= curve->HitTokensAt(cap));
+    below += r.hit_tokens < curve->HitTokensAt(cap);
+    ++checked;
+  }
+  CHECK(checked >= 4);
+  INFO("capacities where the hybrid replay is below the curve: " << below);
+}
+
 TEST_CASE("Curve refuses what it does not model", "[replay][curve]") {
   const RequestTrace t = SampleTokens();
   CHECK_FALSE(ReplayCurve(t, Cfg("swa:64", 16, 100, VllmSemantics::kLatest)).ok());

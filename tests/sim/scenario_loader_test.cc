@@ -10,6 +10,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "core/kv_cache_manager.h"
 #include "sim/scenario/scenario_loader.h"
 
 namespace kvsim {
@@ -281,6 +282,38 @@ cache:
 )")),
                 "invalid_config", {"x.yaml:4", "cache.attn_pack_size", "hybrid"});
   }
+}
+
+TEST_CASE("cache.prefix_cache_retention_interval: 0, N, null; bad values named") {
+  TempDir d;
+  const std::string base = "model: {preset: qwen3.5-35b-a3b}\ncache:\n  num_gpu_blocks: 1000\n";
+  auto sc = Load(d.Write("a.yaml", base + "  vllm_semantics: latest\n"));
+  REQUIRE(sc.ok());
+  CHECK(sc->cache.prefix_cache_retention_interval == -2);  // the profile's default
+  sc = Load(d.Write("b.yaml", base + "  prefix_cache_retention_interval: 4096\n"));
+  REQUIRE(sc.ok());
+  CHECK(sc->cache.prefix_cache_retention_interval == 4096);
+  auto plan = sc->Plan();
+  REQUIRE(plan.ok());
+  auto mc = KvCacheManagerConfigFromPlan(plan.value());
+  REQUIRE(mc.ok());
+  CHECK(mc->effective_retention_interval() == 4096);
+  sc = Load(d.Write("c.yaml", base + "  prefix_cache_retention_interval: null\n"));
+  REQUIRE(sc.ok());
+  CHECK(sc->cache.prefix_cache_retention_interval == -1);
+  sc = Load(d.Write("d.yaml", base + "  vllm_semantics: classic\n"), {});
+  REQUIRE(sc.ok());
+  mc = KvCacheManagerConfigFromPlan(sc->Plan().value());
+  REQUIRE(mc.ok());
+  CHECK(mc->effective_retention_interval() == KvCacheManagerConfig::kRetentionDense);
+  ExpectError(Load(d.Write("e.yaml", base + "  prefix_cache_retention_interval: -3\n")).status(),
+              "bad_value", {"e.yaml:4", "cache.prefix_cache_retention_interval", "at least 0"});
+  ExpectError(Load(d.Write("f.yaml", base + "  prefix_cache_retention_interval: often\n")).status(),
+              "wrong_type", {"f.yaml:4", "cache.prefix_cache_retention_interval", "or null"});
+  ExpectError(Load(d.Write("g.yaml", base + "  vllm_semantics: classic\n"
+                                            "  prefix_cache_retention_interval: 0\n"))
+                  .status(),
+              "bad_value", {"g.yaml:5", "cache.prefix_cache_retention_interval", "latest"});
 }
 
 TEST_CASE("a missing scenario file is an error naming it") {
