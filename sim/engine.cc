@@ -16,6 +16,15 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   }
   auto kvc = EngineKvConfig(sc, plan.value());
   if (!kvc.ok()) return kvc.status();
+  if (sc.offload.enabled) {
+    // Checked like everywhere else, then refused rather than silently ignored.
+    auto off = ScenarioOffloadConfig(sc, plan.value());
+    if (!off.ok()) return off.status();
+    return Status::Error("offload_unsupported",
+                         sc.Where("cache.offload") +
+                             ": cache.offload: the discrete-event engine does not model the "
+                             "CPU tier yet; `kvsim replay --scenario` does");
+  }
   std::string note;
   auto wl = MakeWorkload(sc.sim.workload, sc.seed, &note);
   if (!wl.ok()) return wl.status();

@@ -1,14 +1,18 @@
 // kvsim replay: cache-only replay of a request trace (token JSONL or Mooncake hash_ids
 // JSONL) through the prefix-caching KV cache manager; prints the hit rate, or with --curve
-// the hit rate at every capacity in one pass.
+// the hit rate at every capacity in one pass. With a CPU offloading tier (--num-cpu-blocks, or
+// a --scenario with cache.offload) it reports GPU and CPU hits separately.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "apps/kvsim/commands.h"
 #include "core/kv_cache_manager.h"
+#include "core/offload/offload_config.h"
 #include "sim/replay/replay.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/trace/request_trace.h"
@@ -31,7 +35,21 @@ struct ReplayArgs {
   bool curve = false;
   bool json = false;
   bool skip_bad_lines = false;
+  // The CPU offloading tier (kv-offload.md); none unless --num-cpu-blocks is given or the
+  // --scenario has cache.offload.
+  int64_t num_cpu_blocks = 0;
+  int64_t offload_block_size = 0;
+  std::string eviction_policy;
+  int64_t store_threshold = -1;  // −1: not given
 };
+
+// The flag an offloading error is about.
+std::string OffloadFlag(const std::string& code) {
+  if (code == kOffloadErrBlockSize) return "--offload-block-size: ";
+  if (code == kOffloadErrNumCpuBlocks) return "--num-cpu-blocks: ";
+  if (code == kOffloadErrMambaAlign) return "--hybrid mamba-align / mamba_cache_mode align: ";
+  return "";
+}
 
 Status Bad(const std::string& msg) { return Status::Error("bad_flags", "replay: " + msg); }
 
@@ -52,7 +70,9 @@ Result<int64_t> ParseRetention(const std::string& v) {
   return n;
 }
 
-Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a) {
+// The GPU cache configuration; `offload` gets the CPU tier's, if one is asked for.
+Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a,
+                                         std::optional<OffloadConnectorConfig>& offload) {
   if (a.block_size <= 0) return Bad("--block-size must be a positive integer");
   auto retention = ParseRetention(a.retention);
   if (!retention.ok()) return retention.status();
@@ -64,7 +84,12 @@ Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a) {
   if (!a.model.empty() && !a.scenario.empty()) return Bad("give --model or --scenario, not both");
   if (!a.hybrid.empty() && (!a.model.empty() || !a.scenario.empty()))
     return Bad("--hybrid is the cache-only shorthand; it cannot be combined with --model/--scenario");
+  const bool offload_flags = a.num_cpu_blocks != 0 || a.offload_block_size != 0 ||
+                            !a.eviction_policy.empty() || a.store_threshold >= 0;
+  if (a.num_cpu_blocks < 0) return Bad("--num-cpu-blocks must be positive");
+  if (a.offload_block_size < 0) return Bad("--offload-block-size must be positive");
   KvCacheManagerConfig cfg;
+  std::optional<OffloadConnectorConfig> scenario_offload;
   if (!a.model.empty() || !a.scenario.empty()) {
     LoadOptions opts;
     opts.path = a.scenario;
@@ -82,7 +107,13 @@ Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a) {
     auto c = KvCacheManagerConfigFromPlan(plan.value());
     if (!c.ok()) return c.status();
     cfg = std::move(c.value());
-    if (!cfg.enable_caching) return Bad("the scenario has prefix caching off; nothing to replay");
+    if (sc->offload.enabled && a.num_cpu_blocks == 0) {
+      auto oc = ScenarioOffloadConfig(sc.value(), plan.value());
+      if (!oc.ok()) return oc.status();
+      scenario_offload = std::move(oc.value());
+    }
+    if (!cfg.enable_caching && !scenario_offload && a.num_cpu_blocks == 0)
+      return Bad("the scenario has prefix caching off; nothing to replay");
   } else {
     auto c = KvCacheManagerConfigFromHybrid(a.hybrid, a.block_size, 2);
     if (!c.ok()) return c.status();
@@ -94,13 +125,49 @@ Result<KvCacheManagerConfig> BuildConfig(const ReplayArgs& a) {
   if (a.cache_tokens > 0) cfg.num_blocks = a.cache_tokens / cfg.scheduler_block_size() + 1;
   if (a.curve && a.num_blocks <= 0 && a.cache_tokens <= 0) cfg.num_blocks = 2;
   if (Status s = cfg.Validate(); !s.ok()) return s;
+
+  if (a.num_cpu_blocks > 0) {
+    OffloadOptions o;
+    o.num_cpu_blocks = a.num_cpu_blocks;
+    o.offload_block_size = a.offload_block_size;
+    if (!a.eviction_policy.empty()) {
+      auto p = ParseCpuEvictionPolicyKind(a.eviction_policy);
+      if (!p.ok()) return Bad("--eviction-policy: " + p.status().message());
+      o.eviction_policy = *p;
+    }
+    o.store_threshold = std::max<int64_t>(a.store_threshold, 0);
+    auto oc = MakeOffloadConnectorConfig(cfg, o);
+    if (!oc.ok()) return Bad(OffloadFlag(oc.status().code()) + oc.status().message());
+    offload = std::move(oc.value());
+  } else if (scenario_offload) {
+    if (offload_flags)
+      return Bad("the scenario's cache.offload sets the CPU tier; override it whole with "
+                 "--num-cpu-blocks (and the other offload flags)");
+    offload = std::move(scenario_offload);
+  } else if (offload_flags) {
+    return Bad("--offload-block-size, --eviction-policy and --store-threshold need a CPU tier: "
+               "--num-cpu-blocks N");
+  }
+  if (offload) {
+    // The tier follows the GPU side's semantics (latest: prompt blocks only; stores are of
+    // prompts here anyway) and its prefix caching switch (deferral on blocks being loaded).
+    offload->semantics = cfg.semantics;
+    offload->enable_prefix_caching = cfg.enable_caching;
+  }
   return cfg;
 }
 
 void RunReplay(const ReplayArgs& a) {
-  auto cfg = BuildConfig(a);
+  std::optional<OffloadConnectorConfig> offload;
+  auto cfg = BuildConfig(a, offload);
   if (!cfg.ok()) {
     ReportError(cfg.status(), a.json);
+    return;
+  }
+  if (a.curve && offload) {
+    ReportError(Bad("--curve is the GPU cache alone; drop the CPU tier (--num-cpu-blocks or the "
+                    "scenario's cache.offload)"),
+                a.json);
     return;
   }
   if (a.curve && a.concurrency > 0) {
@@ -152,6 +219,7 @@ void RunReplay(const ReplayArgs& a) {
   ReplayOptions opts;
   opts.concurrency = a.concurrency;
   opts.per_request = !a.per_request.empty();
+  if (offload) opts.offload = &*offload;
   const ReplayResult r = Replay(trace.value(), cfg.value(), opts);
   if (!a.per_request.empty()) {
     std::ofstream out(a.per_request, std::ios::binary | std::ios::trunc);
@@ -165,6 +233,7 @@ void RunReplay(const ReplayArgs& a) {
       j["id"] = trace.value()[o.index].id;
       j["prompt_tokens"] = o.prompt_tokens;
       j["hit_tokens"] = o.hit_tokens;
+      if (offload) j["cpu_hit_tokens"] = o.cpu_hit_tokens;
       if (!o.served) j["served"] = false;
       out << j.dump() << "\n";
     }
@@ -189,6 +258,22 @@ void RunReplay(const ReplayArgs& a) {
       j["prefix_cache_retention_interval"] = nullptr;
     else
       j["prefix_cache_retention_interval"] = retention;
+    if (offload) {
+      j["gpu_hit_tokens"] = r.hit_tokens;
+      j["cpu_hit_tokens"] = r.cpu_hit_tokens;
+      j["total_hit_tokens"] = r.hit_tokens + r.cpu_hit_tokens;
+      j["cpu_hit_rate"] = r.cpu_hit_rate();
+      j["total_hit_rate"] = r.hit_rate() + r.cpu_hit_rate();
+      j["full_cpu_hits"] = r.full_cpu_hits;
+      j["num_cpu_blocks"] = offload->tier.num_blocks;
+      j["offload_block_size"] = offload->offloaded_block_size();
+      j["eviction_policy"] = std::string(CpuEvictionPolicyKindName(offload->tier.policy));
+      j["store_threshold"] = offload->tier.store_threshold;
+      j["cpu_blocks_stored"] = r.cpu_blocks_stored;
+      j["cpu_blocks_evicted"] = r.cpu_blocks_evicted;
+      j["cpu_blocks_loaded"] = r.cpu_blocks_loaded;
+      j["cpu_store_failures"] = r.cpu_store_failures;
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format(
@@ -199,8 +284,27 @@ void RunReplay(const ReplayArgs& a) {
                                    : std::string(),
         sb, cfg->num_blocks, VllmSemanticsName(cfg->semantics), cfg->groups.size(),
         cfg->groups.size() == 1 ? "" : "s");
-    std::cout << fmt::format("  prompt tokens {}  hit tokens {}  hit rate {:.4f}\n",
-                             r.prompt_tokens, r.hit_tokens, r.hit_rate());
+    if (!offload) {
+      std::cout << fmt::format("  prompt tokens {}  hit tokens {}  hit rate {:.4f}\n",
+                               r.prompt_tokens, r.hit_tokens, r.hit_rate());
+    } else {
+      std::cout << fmt::format(
+          "  CPU tier: {} blocks of {} tokens, {}{}\n", offload->tier.num_blocks,
+          offload->offloaded_block_size(), CpuEvictionPolicyKindName(offload->tier.policy),
+          offload->tier.store_threshold >= 2
+              ? fmt::format(", store_threshold {}", offload->tier.store_threshold)
+              : std::string());
+      std::cout << fmt::format(
+          "  prompt tokens {}  gpu hit tokens {}  cpu hit tokens {}  total {}  hit rate gpu "
+          "{:.4f} cpu {:.4f} total {:.4f}\n",
+          r.prompt_tokens, r.hit_tokens, r.cpu_hit_tokens, r.hit_tokens + r.cpu_hit_tokens,
+          r.hit_rate(), r.cpu_hit_rate(), r.hit_rate() + r.cpu_hit_rate());
+      std::cout << fmt::format(
+          "  cpu blocks stored {}  evicted {}  loaded {}  store failures {}  full-prompt cpu "
+          "hits {}\n",
+          r.cpu_blocks_stored, r.cpu_blocks_evicted, r.cpu_blocks_loaded, r.cpu_store_failures,
+          r.full_cpu_hits);
+    }
     std::cout << fmt::format("  {:.3g} blocks/s ({} blocks in {:.3f} s)\n", r.blocks_per_s(),
                              r.blocks, r.seconds);
   }
@@ -241,6 +345,18 @@ void RegisterReplay(CLI::App& app) {
   cmd->add_flag("--json", args.json, "print one JSON summary object");
   cmd->add_flag("--skip-bad-lines", args.skip_bad_lines,
                 "skip malformed trace lines (counted) instead of failing");
+  cmd->add_option("--num-cpu-blocks", args.num_cpu_blocks,
+                  "add vLLM's CPU offloading tier of N offloaded blocks below the GPU cache. "
+                  "Replay has no steps, so: each request's CPU lookup extends its GPU hit at "
+                  "admission (whole offloaded blocks, may cover the whole prompt), its load "
+                  "completes before it runs, and its prompt blocks are stored right after its "
+                  "prefill with the copy complete before the next request arrives");
+  cmd->add_option("--offload-block-size", args.offload_block_size,
+                  "offloaded block in tokens, a multiple of --block-size (default: equal)");
+  cmd->add_option("--eviction-policy", args.eviction_policy, "CPU tier policy: lru | arc")
+      ->check(CLI::IsMember({"lru", "arc"}));
+  cmd->add_option("--store-threshold", args.store_threshold,
+                  "store a CPU block only after it was looked up N times (below 2: always)");
   cmd->callback([] { RunReplay(args); });
 }
 

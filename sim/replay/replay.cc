@@ -6,6 +6,7 @@
 #include <deque>
 #include <utility>
 
+#include "core/check.h"
 #include "core/int_math.h"
 
 namespace kvsim {
@@ -40,10 +41,110 @@ int64_t AdmitWholePrompt(KvCacheManager& m, RequestHandle h, int64_t prompt, boo
   }
 }
 
+// Replay with a CPU offloading tier below the GPU cache (ReplayOptions::offload). Kept apart
+// from the plain loop so that loop stays as fast as it is.
+ReplayResult ReplayWithOffload(const RequestTrace& trace, const KvCacheManagerConfig& config,
+                               const ReplayOptions& options) {
+  KvCacheManager m(config);
+  OffloadConnector conn(*options.offload);
+  ReplayResult res;
+  res.requests = static_cast<int64_t>(trace.size());
+  const int64_t sb = config.scheduler_block_size();
+  const bool mamba_align = config.has_mamba_align();
+  const int64_t hash_block = config.resolved_hash_block_size();
+  if (options.per_request) res.outcomes.reserve(trace.size());
+  std::vector<BlockHash> hashes;
+  std::vector<TokenId> tail;
+  std::deque<RequestHandle> live;
+  auto complete_oldest = [&]() {
+    if (live.empty()) return false;
+    m.RemoveRequest(live.front());
+    live.pop_front();
+    return true;
+  };
+  auto no_pressure_relief = [] { return false; };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t c0 = std::clock();
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const int64_t prompt = trace[i].input_length;
+    res.blocks += CeilDiv(prompt, sb);
+    RequestHandle h;
+    if (options.materialize_tokens) {
+      trace.PromptTokens(i, tail);
+      h = m.AddRequest(tail);
+    } else {
+      trace.PromptBlockHashes(i, hash_block, hashes, tail);
+      h = m.AddRequestWithHashes(hashes, tail);
+    }
+    OffloadRequestView view{static_cast<OffloadRequestId>(i), prompt, prompt, 0,
+                            m.block_hashes(h)};
+    // Admission: the GPU hit g, then the CPU lookup extending it (it touches the request's
+    // CPU blocks even when the request then cannot be admitted). Every earlier store and load
+    // has completed, so nothing defers.
+    const int64_t g = m.GetComputedBlocks(h, 0).num_tokens;
+    const CpuHit cpu = conn.Lookup(view, g);
+    KVSIM_CHECK(!cpu.deferred);
+    int64_t hit;
+    if (options.concurrency <= 0) {
+      hit = AdmitWholePrompt(m, h, prompt, mamba_align, no_pressure_relief);
+    } else {
+      if (static_cast<int64_t>(live.size()) >= options.concurrency) complete_oldest();
+      hit = AdmitWholePrompt(m, h, prompt, mamba_align, complete_oldest);
+    }
+    int64_t e = 0;
+    if (hit >= 0) {
+      e = cpu.tokens;
+      view.block_hashes = m.block_hashes(h);
+      if (auto load = conn.OnAllocated(view, g, e)) {
+        res.cpu_blocks_loaded += static_cast<int64_t>(load->keys.size());
+        conn.CompleteJob(load->id);
+      }
+      if (e > 0 && g + e >= prompt) ++res.full_cpu_hits;
+      // The prefill: computed from g + e (or num_tokens − 1 after a full CPU hit) to the end
+      // of the prompt; its blocks are stored at the end of that step and the copy completes.
+      const int64_t computed =
+          e > 0 ? OffloadConnector::ComputedTokensAfterLoad(prompt, g + e) : g;
+      StoreCandidate cand{view, prompt - computed, StoreCandidate::Kind::kNew, {}};
+      cand.req.num_computed_tokens = computed;
+      const StoreCandidate* order[] = {&cand};
+      std::vector<StoreFailure> failures;
+      for (const StoreJob& job : conn.BuildStoreJobs(order, &failures)) {
+        res.cpu_blocks_stored += static_cast<int64_t>(job.keys.size());
+        res.cpu_blocks_evicted += static_cast<int64_t>(job.evicted.size());
+        conn.CompleteJob(job.id);
+      }
+      res.cpu_store_failures += static_cast<int64_t>(failures.size());
+      ++res.served;
+      res.prompt_tokens += prompt;
+      res.hit_tokens += hit;
+      res.cpu_hit_tokens += e;
+    } else {
+      ++res.not_served;
+    }
+    conn.RequestFinished(view.id);
+    if (options.concurrency <= 0 || hit < 0) {
+      m.RemoveRequest(h);
+    } else {
+      live.push_back(h);
+    }
+    if (options.per_request) {
+      RequestOutcome o{i, prompt, std::max<int64_t>(hit, 0), e, hit >= 0};
+      res.outcomes.push_back(o);
+    }
+  }
+  while (complete_oldest()) {
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.cpu_seconds = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  return res;
+}
+
 }  // namespace
 
 ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& config,
                     const ReplayOptions& options) {
+  if (options.offload != nullptr) return ReplayWithOffload(trace, config, options);
   KvCacheManager m(config);
   ReplayResult res;
   res.requests = static_cast<int64_t>(trace.size());
@@ -111,7 +212,7 @@ ReplayResult Replay(const RequestTrace& trace, const KvCacheManagerConfig& confi
       ++res.not_served;
     }
     if (options.per_request)
-      res.outcomes.push_back({i, prompt, std::max<int64_t>(hit, 0), hit >= 0});
+      res.outcomes.push_back({i, prompt, std::max<int64_t>(hit, 0), 0, hit >= 0});
   }
   while (complete_oldest()) {
   }

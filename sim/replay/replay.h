@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/kv_cache_manager.h"
+#include "core/offload/offload_connector.h"
 #include "core/status.h"
 #include "sim/trace/request_trace.h"
 
@@ -28,12 +29,19 @@ struct ReplayOptions {
   // Tests only: materialize each prompt's tokens and hash them in the manager (the general
   // path) instead of hashing straight from the trace's hash ids.
   bool materialize_tokens = false;
+  // A CPU offloading tier below the GPU cache (null = none). Replay has no steps, so each
+  // request's CPU lookup extends its GPU hit at admission, its load completes before it runs,
+  // and its prompt blocks are stored right after its prefill, the copy completing before the
+  // next request arrives (vLLM's earliest timing: a block stored by one request is visible to
+  // every later one).
+  const OffloadConnectorConfig* offload = nullptr;
 };
 
 struct RequestOutcome {
   size_t index = 0;  // into the trace
   int64_t prompt_tokens = 0;
-  int64_t hit_tokens = 0;
+  int64_t hit_tokens = 0;      // from the GPU prefix cache
+  int64_t cpu_hit_tokens = 0;  // loaded from the CPU tier (vLLM's external hit e)
   bool served = true;
 };
 
@@ -42,13 +50,28 @@ struct ReplayResult {
   int64_t served = 0;
   int64_t not_served = 0;    // could not fit even alone
   int64_t prompt_tokens = 0; // Σ over served requests
-  int64_t hit_tokens = 0;    // Σ over served requests
+  int64_t hit_tokens = 0;    // Σ over served requests (GPU prefix-cache hits)
+  // With a CPU tier (ReplayOptions::offload): Σ CPU hits over served requests; requests whose
+  // whole prompt came from the CPU (vLLM still recomputes their last token); CPU blocks
+  // stored, evicted to make room, loaded; stores that found no room (retried never: replay
+  // has no next step for a request).
+  int64_t cpu_hit_tokens = 0;
+  int64_t full_cpu_hits = 0;
+  int64_t cpu_blocks_stored = 0;
+  int64_t cpu_blocks_evicted = 0;
+  int64_t cpu_blocks_loaded = 0;
+  int64_t cpu_store_failures = 0;
   int64_t blocks = 0;        // Σ cdiv(prompt, block) over all requests (scheduler block)
   double seconds = 0;        // wall time of the replay loop (hashing and cache ops; the
                              // trace is parsed before)
   double cpu_seconds = 0;    // CPU time of the same loop (robust on a loaded machine)
   std::vector<RequestOutcome> outcomes;
 
+  double cpu_hit_rate() const {
+    return prompt_tokens > 0
+               ? static_cast<double>(cpu_hit_tokens) / static_cast<double>(prompt_tokens)
+               : 0.0;
+  }
   double hit_rate() const {
     return prompt_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(prompt_tokens)
                              : 0.0;

@@ -53,4 +53,10 @@ Result<KvCachePlan> Scenario::Plan() const {
   return Status::Error(s.code(), pos.ToString() + ": " + s.message());
 }
 
+std::string Scenario::Where(const std::string& key_path) const {
+  SourcePos pos = FindKey(tree, key_path);
+  if (pos.file.empty()) pos = {source, 0};
+  return pos.ToString();
+}
+
 }  // namespace kvsim

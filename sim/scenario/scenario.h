@@ -4,6 +4,7 @@
 //   model                       `preset` (scenarios/models/<name>.yaml) or `layers`; `draft`
 //   parallel                    tp
 //   cache                       block size, pack size, KV dtype, layout, memory, Mamba mode...
+//   cache.offload               the CPU KV offloading tier (sim/scenario/offload_section.h)
 //   scheduler                   token budget and sequence limit
 //   cluster                     P/D disaggregation (sim/scenario/cluster_sections.h)
 //   hardware, workload, spec, run, metrics, sweep   the simulator's sections (sim_sections.h)
@@ -19,6 +20,7 @@
 #include "core/page_planner.h"
 #include "sim/config/config_tree.h"
 #include "sim/scenario/cluster_sections.h"
+#include "sim/scenario/offload_section.h"
 #include "sim/scenario/sim_sections.h"
 
 namespace kvsim {
@@ -38,6 +40,7 @@ struct Scenario {
   ModelSpec model;
   std::optional<ModelSpec> draft;
   PlannerConfig cache;  // parallel.tp and cache.* (and the scheduler's token budget)
+  OffloadSection offload;  // cache.offload
   SchedulerConfig scheduler;
   ClusterConfig cluster;  // P/D pools; cluster.enabled is false for a single engine
   SimConfig sim;  // hardware, workload, spec, run, metrics (sim/scenario/sim_sections.h)
@@ -48,6 +51,8 @@ struct Scenario {
   // ("parallel.tp: ..."); this prefixes it with the file and line that set that key (or the
   // closest enclosing key, or the scenario file when the value is a default).
   Result<KvCachePlan> Plan() const;
+  // "file:line" where `key_path` (a.b.c) was set: its deepest present key, else the file.
+  std::string Where(const std::string& key_path) const;
 };
 
 }  // namespace kvsim

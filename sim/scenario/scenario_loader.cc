@@ -443,6 +443,7 @@ void ParseCacheSections(ConfigReader& root, Scenario& sc) {
             "only for vllm_semantics latest (vLLM 2026-08); classic is always dense: drop "
             "it or set it to null");
   c.max_model_len = r.Int("max_model_len", 0, "context length; 0 = the model's", 0);
+  ParseOffloadSection(r, sc.offload);
   r.Finish();
 
   ConfigReader s = root.Map("scheduler", "scheduler budgets (vLLM SchedulerConfig)");

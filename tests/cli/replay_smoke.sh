@@ -43,4 +43,30 @@ b=$("$kvsim" replay "$tok" --block-size 16 --num-blocks 150 --json --concurrency
 # The curve's header and a row.
 "$kvsim" replay "$tok" --block-size 16 --curve | head -1 | grep -qx 'capacity_blocks,hit_tokens,hit_rate' \
   || { echo "FAIL curve header"; fail=1; }
+# A CPU offloading tier: the tiny trace of tests/sim/replay_offload_test.cc (r0, r1 evicting r0
+# from a 3-block GPU cache, r0 again): r2 loads r0's two blocks from the CPU.
+{ for f in 0 1000 0; do printf '{"tokens":['; seq -s, $f $((f+39)) | tr -d '\n'; printf ']}\n'; done; } > "$tmp/tiny.jsonl"
+check "offload" 0 "$kvsim" replay "$tmp/tiny.jsonl" --block-size 16 --num-blocks 4 --num-cpu-blocks 8
+out=$("$kvsim" replay "$tmp/tiny.jsonl" --block-size 16 --num-blocks 4 --num-cpu-blocks 8 --json)
+for kv in '"gpu_hit_tokens": 0' '"cpu_hit_tokens": 32' '"total_hit_tokens": 32' '"cpu_blocks_stored": 4'; do
+  echo "$out" | grep -q "$kv" || { echo "FAIL offload json: $kv missing in $out"; fail=1; }
+done
+"$kvsim" replay "$tmp/tiny.jsonl" --block-size 16 --num-blocks 4 --num-cpu-blocks 8 \
+  | grep -q 'gpu hit tokens 0  cpu hit tokens 32  total 32' || { echo "FAIL offload text"; fail=1; }
+check "offload arc obs" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 200 --num-cpu-blocks 500 \
+  --offload-block-size 64 --eviction-policy arc --store-threshold 2
+check "offload obs not a multiple" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 200 \
+  --num-cpu-blocks 50 --offload-block-size 24
+check "offload flags without tier" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 200 \
+  --eviction-policy arc
+check "offload mamba align" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 \
+  --hybrid mamba-align --num-cpu-blocks 50
+"$kvsim" list | grep -q 'cache.offload.num_cpu_blocks' || { echo "FAIL list lacks cache.offload"; fail=1; }
+printf 'name: off\nmodel: {preset: llama-3.1-8b}\ncache:\n  offload: {num_cpu_blocks: 500, eviction_policy: arc}\n' > "$tmp/off.yaml"
+"$kvsim" replay "$tok" --block-size 16 --num-blocks 200 --scenario "$tmp/off.yaml" \
+  | grep -q 'CPU tier: 500 blocks of 16 tokens, arc' || { echo "FAIL scenario cache.offload"; fail=1; }
+check "scenario offload plus flags" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 200 \
+  --scenario "$tmp/off.yaml" --store-threshold 2
+check "run refuses cache.offload" 2 "$kvsim" run "$tmp/off.yaml"
+check "offload curve" 2 "$kvsim" replay "$tok" --block-size 16 --curve --num-cpu-blocks 50
 exit $fail

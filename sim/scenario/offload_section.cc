@@ -1,0 +1,94 @@
+#include "sim/scenario/offload_section.h"
+
+#include <string>
+
+#include "sim/scenario/scenario.h"
+
+namespace kvsim {
+
+void ParseOffloadSection(ConfigReader& cache, OffloadSection& out) {
+  ConfigReader r = cache.Map("offload",
+                             "CPU KV offloading tier (vLLM's OffloadingConnector, "
+                             "--kv-offloading-size); absent = no tier");
+  out.enabled = r.present();
+  out.cpu_bytes = r.Bytes("cpu_bytes", 0,
+                          "CPU tier size in bytes over all TP ranks (vLLM's cpu_bytes_to_use); "
+                          "8GiB ok; give this or num_cpu_blocks");
+  out.num_cpu_blocks =
+      r.Int("num_cpu_blocks", 0, "CPU tier size in offloaded blocks; give this or cpu_bytes", 0);
+  out.block_size = r.Int("block_size", 0,
+                         "offloaded block in tokens, a multiple of the GPU block; 0 = the GPU "
+                         "block size",
+                         0, 1 << 24);
+  out.eviction_policy =
+      r.Choice("eviction_policy", "lru", {"lru", "arc"}, "the CPU tier's eviction policy");
+  out.store_threshold = r.Int("store_threshold", 0,
+                              "store a block only after it was looked up this many times "
+                              "(below 2: store everything)",
+                              0);
+  out.max_tracker_size = r.Int("max_tracker_size", 64000,
+                               "entries of the LRU lookup counter behind store_threshold", 1);
+  if (out.enabled && !r.describing()) {
+    const bool bytes = r.Has("cpu_bytes"), blocks = r.Has("num_cpu_blocks");
+    if (bytes && blocks) {
+      r.Error("num_cpu_blocks", "bad_value", "give cpu_bytes or num_cpu_blocks, not both");
+    } else if (!bytes && !blocks) {
+      r.Error("", "missing_key", "the CPU tier needs a size: cpu_bytes or num_cpu_blocks");
+    } else if (bytes && out.cpu_bytes <= 0) {
+      r.Error("cpu_bytes", "bad_value", "cpu_bytes must be positive");
+    } else if (blocks && out.num_cpu_blocks <= 0) {
+      r.Error("num_cpu_blocks", "bad_value", "num_cpu_blocks must be positive");
+    }
+  }
+  r.Finish();
+}
+
+int64_t GpuBlockBytesAllRanks(const KvCachePlan& plan) {
+  if (plan.num_blocks <= 0) return 0;
+  return plan.total_bytes() / plan.num_blocks * plan.config.tp;
+}
+
+Result<OffloadConnectorConfig> ScenarioOffloadConfig(const Scenario& sc, const KvCachePlan& plan) {
+  const OffloadSection& off = sc.offload;
+  auto fail = [&](const std::string& key, const Status& s) {
+    return Status::Error(s.code(), sc.Where(key) + ": " + key + ": " + s.message());
+  };
+  auto kv = KvCacheManagerConfigFromPlan(plan);
+  if (!kv.ok()) return fail("cache", kv.status());
+  auto policy = ParseCpuEvictionPolicyKind(off.eviction_policy);
+  if (!policy.ok()) return fail("cache.offload.eviction_policy", policy.status());
+  OffloadOptions o;
+  o.offload_block_size = off.block_size;
+  o.eviction_policy = *policy;
+  o.store_threshold = off.store_threshold;
+  o.max_tracker_size = off.max_tracker_size;
+  o.num_cpu_blocks = off.cpu_bytes > 0 ? 1 : off.num_cpu_blocks;  // bytes: counted below
+  auto cfg = MakeOffloadConnectorConfig(*kv, o);
+  if (!cfg.ok()) {
+    const std::string& code = cfg.status().code();
+    const std::string key = code == kOffloadErrBlockSize     ? "cache.offload.block_size"
+                            : code == kOffloadErrMambaAlign  ? "cache.mamba_cache_mode"
+                            : code == kOffloadErrNumCpuBlocks ? "cache.offload.num_cpu_blocks"
+                                                              : "cache.offload";
+    return fail(key, cfg.status());
+  }
+  if (off.cpu_bytes > 0) {
+    const int64_t block_bytes = GpuBlockBytesAllRanks(plan);
+    if (block_bytes <= 0)
+      return fail("cache.offload.cpu_bytes",
+                  Status::Error("bad_value", "the plan has no KV bytes per block to offload"));
+    const int64_t n = NumCpuBlocksFromBytes(off.cpu_bytes, block_bytes, cfg->block_size_factor,
+                                            plan.config.semantics);
+    if (n < 1)
+      return fail("cache.offload.cpu_bytes",
+                  Status::Error("bad_value",
+                                std::to_string(off.cpu_bytes) +
+                                    " bytes hold no offloaded block (one takes " +
+                                    std::to_string(block_bytes * cfg->block_size_factor) +
+                                    " bytes)"));
+    cfg->tier.num_blocks = n;
+  }
+  return cfg;
+}
+
+}  // namespace kvsim

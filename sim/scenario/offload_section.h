@@ -1,0 +1,47 @@
+// cache.offload: vLLM's CPU KV offloading tier as a scenario section (kv-offload.md §1). The
+// keys mirror vLLM's kv_connector_extra_config of the OffloadingConnector:
+//   cpu_bytes | num_cpu_blocks   the tier's size: bytes (vLLM's cpu_bytes_to_use, over all TP
+//                                ranks; 8GiB ok) or offloaded blocks directly (one is required)
+//   block_size                   offloaded block in tokens, a multiple of the GPU block
+//                                (0 = the GPU block size)
+//   eviction_policy              lru | arc
+//   store_threshold              store a block only after this many lookups (< 2: always)
+//   max_tracker_size             entries of the lookup counter behind store_threshold
+// Parsed into OffloadSection with the cache section; checked against the KV cache plan by
+// ScenarioOffloadConfig, which mirrors vLLM's assertions with file:line:key errors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/offload/offload_config.h"
+#include "core/page_planner.h"
+#include "sim/config/config_reader.h"
+
+namespace kvsim {
+
+struct Scenario;
+
+struct OffloadSection {
+  bool enabled = false;  // cache.offload is present
+  int64_t cpu_bytes = 0;
+  int64_t num_cpu_blocks = 0;
+  int64_t block_size = 0;
+  std::string eviction_policy = "lru";
+  int64_t store_threshold = 0;
+  int64_t max_tracker_size = 64000;
+};
+
+// Reads cache.offload from the cache section's reader.
+void ParseOffloadSection(ConfigReader& cache, OffloadSection& out);
+
+// The offloading connector configuration of a scenario with cache.offload, given its plan.
+// cpu_bytes becomes blocks as vLLM's CPUOffloadingSpec counts them (classic floor; latest
+// rounds the offloaded block's bytes up to 4096). Errors name the file, line and key.
+Result<OffloadConnectorConfig> ScenarioOffloadConfig(const Scenario& sc, const KvCachePlan& plan);
+
+// One GPU block across all layers and TP ranks, in bytes, as vLLM's offloading spec computes
+// it: (Σ KV tensor bytes // num_gpu_blocks) · world size.
+int64_t GpuBlockBytesAllRanks(const KvCachePlan& plan);
+
+}  // namespace kvsim
