@@ -88,6 +88,9 @@ struct ModelCompute {
   int64_t num_params = 0;           // total parameters
   int64_t num_active_params = 0;    // parameters read per token (MoE: active experts)
   int64_t vocab_size = 0;
+  int64_t intermediate_size = 0;      // dense MLP width (0: derived from the params)
+  int64_t num_experts = 0;            // routed experts per MoE layer (0: dense, or derived)
+  int64_t num_experts_per_token = 0;  // top-k routing
   bool operator==(const ModelCompute&) const = default;
 };
 

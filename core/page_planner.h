@@ -38,6 +38,8 @@ std::string_view VllmSemanticsName(VllmSemantics s);
 
 struct PlannerConfig {
   int64_t tp = 1;
+  int64_t dp = 1;  // data-parallel attention ranks (the step-time model; KV per rank as usual)
+  int64_t ep = 1;  // expert-parallel ranks of the MoE layers (1 = experts TP-sharded)
   int64_t block_size = 0;  // 0: the backend's default (16)
   int64_t attn_pack_size = 1;
   DType kv_dtype = DType::kAuto;

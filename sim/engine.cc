@@ -68,7 +68,11 @@ void Engine::PullOpenLoop() {
     return;
   }
   const int64_t id = next->id;
-  const Tick t = next->arrival;
+  // The request reaches the scheduler after intake (HTTP, tokenization); its clock for
+  // TTFT and E2E starts at the client's send time, spec.arrival. Open-loop arrivals enter
+  // in send order (the next one is pulled when this one enters, so never before now).
+  const Tick t = std::max(now_, next->arrival +
+                                    cost_.IntakeNanos(static_cast<int64_t>(next->prompt.size())));
   arriving_.emplace(id, std::move(*next));
   queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(id) | (uint64_t{1} << 63));
 }
@@ -125,7 +129,7 @@ void Engine::OnArrival(int64_t id) {
   RequestRecord& rec = metrics_.Arrive(id);
   rec.group = l->spec.group;
   rec.turn = l->spec.turn;
-  rec.arrival = now_;
+  rec.arrival = l->spec.arrival;
   rec.prompt_tokens = r.num_prompt_tokens;
   if (static_cast<size_t>(id) >= live_.size()) live_.resize(static_cast<size_t>(id) + 1);
   if (r.num_prompt_tokens < 1 || r.num_prompt_tokens >= inst_.params().max_model_len ||
@@ -150,7 +154,7 @@ void Engine::EndForWorkload(const RequestSpec& spec, int64_t output_tokens) {
   workload_->OnFinish(spec, output_tokens, now_, follow_buf_);
   for (RequestSpec& f : follow_buf_) {
     const int64_t fid = f.id;
-    const Tick t = f.arrival;
+    const Tick t = f.arrival + cost_.IntakeNanos(static_cast<int64_t>(f.prompt.size()));
     arriving_.emplace(fid, std::move(f));
     queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(fid));
   }
@@ -227,6 +231,10 @@ void Engine::Launch() {
 void Engine::OnStepEnd() {
   step_in_flight_ = false;
   const int64_t vocab = workload_->vocab_size();
+  // Tokens reach the user after the output processor has handled the step's outputs.
+  int64_t emitting = 0;
+  for (const ScheduledChunk& c : step_.scheduled) emitting += c.samples ? 1 : 0;
+  const Tick seen = now_ + cost_.OutputNanos(emitting);
   finished_buf_.clear();
   inst_.ApplyTokens(
       step_,
@@ -246,11 +254,11 @@ void Engine::OnStepEnd() {
         }
         RequestRecord& rec = metrics_.record(r.id);
         if (rec.first_token < 0) {
-          rec.first_token = now_;
+          rec.first_token = seen;
           if (trace_) trace_->RequestPhase(r.id, "prefill", rec.first_scheduled, now_);
         }
-        metrics_.Emission(l.last_emit, now_);
-        l.last_emit = now_;
+        metrics_.Emission(l.last_emit, seen);
+        l.last_emit = seen;
         r.num_spec_tokens = 0;
       },
       finished_buf_);
@@ -315,7 +323,7 @@ void Engine::RecordDecision(const StepPlan& plan, StepRecord& rec) {
 void Engine::Finish(Live& l) {
   const int64_t id = l.req.id;
   RequestRecord& rec = metrics_.record(id);
-  rec.finish = now_;
+  rec.finish = l.last_emit;
   rec.output_tokens = l.req.num_output_tokens;
   rec.preemptions = l.req.num_preemptions;
   if (trace_) trace_->RequestPhase(id, "decode", rec.first_token, now_);

@@ -24,6 +24,7 @@
 #include "sim/cluster/cluster_run.h"
 #include "sim/metrics_output.h"
 #include "sim/output_file.h"
+#include "sim/report/reference_report.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/workload/i_workload.h"
@@ -137,6 +138,15 @@ void RunRun(const RunArgs& a) {
         jp["attn_block_size"] = r.block_size;
         jp["summary"] = SummaryToJson(r.summary);
         if (!r.rejections.empty()) jp["rejections"] = r.rejections;
+        if (!first->sim.reference.summary.empty()) {
+          nlohmann::ordered_json jr = nlohmann::ordered_json::array();
+          for (const MetricComparison& c :
+               CompareWithReference(r.summary, first->sim.reference.summary)) {
+            jr.push_back({{"metric", c.metric}, {"simulated", c.simulated},
+                          {"measured", c.measured}, {"error", c.error}});
+          }
+          jp["reference"] = jr;
+        }
       } else {
         jp["error"] = r.status.code();
         jp["message"] = r.status.message();
@@ -188,6 +198,19 @@ void RunRun(const RunArgs& a) {
       std::cout << fmt::format("\n  {} requests finished per point (first point: {:.1f}s "
                                "simulated, {:.2f}s wall)\n",
                                r0.summary.requests_finished, r0.summary.makespan_s, r0.wall_s);
+    }
+    if (!first->sim.reference.summary.empty()) {
+      // A scenario that reproduces a measured run: simulated beside measured, per point.
+      size_t row_index = 0;
+      for (const auto& [idx, r] : results) {
+        const std::string& label = rows[row_index++].label;
+        if (!r.status.ok()) continue;
+        std::string title = "\nsimulated vs measured";
+        if (many) title += " (" + label + ")";
+        if (!first->sim.reference.source.empty()) title += ": " + first->sim.reference.source;
+        std::cout << FormatReferenceTable(
+            title, CompareWithReference(r.summary, first->sim.reference.summary));
+      }
     }
     if (failed > 0) {
       std::cout << fmt::format("  {} of {} points failed (the table says why)\n", failed,

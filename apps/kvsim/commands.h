@@ -57,6 +57,7 @@ Status WriteProvenance(const std::string& dir, const std::string& command,
 // points in flight finish first; a second signal kills at once (the default action).
 void InstallStopHandlers();
 
+void RegisterCalibrate(CLI::App& app);
 void RegisterGpuValidate(CLI::App& app);
 void RegisterLayout(CLI::App& app);
 void RegisterList(CLI::App& app);

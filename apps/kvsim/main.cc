@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   kvsim::cli::RegisterLayout(app);
   kvsim::cli::RegisterList(app);
   kvsim::cli::RegisterGpuValidate(app);
+  kvsim::cli::RegisterCalibrate(app);
   kvsim::cli::RegisterReplay(app);
   kvsim::cli::RegisterSchedule(app);
   try {

@@ -172,7 +172,10 @@ void ClusterSim::PullOpenLoop() {
     return;
   }
   const int64_t id = next->id;
-  const Tick t = next->arrival;
+  // Intake (HTTP, tokenization) before the router sees it; TTFT counts from spec.arrival.
+  // Open-loop arrivals enter in send order: the next is pulled when this one enters.
+  const Tick t = std::max(
+      now_, next->arrival + inst_[0]->cost.IntakeNanos(static_cast<int64_t>(next->prompt.size())));
   specs_[id] = std::move(*next);
   // Open-loop arrivals carry a flag so that handling one pulls the next.
   Push(t, EventKind::kArrival, id | (int64_t{1} << 62));
@@ -296,6 +299,12 @@ void ClusterSim::Run() {
         }
         std::vector<std::pair<int64_t, int64_t>> done;  // (id, outputs)
         const int64_t vocab = workload_->vocab_size();
+        // Decoded tokens reach the user after the output processor handles the step.
+        int64_t emitting = 0;
+        for (const ScheduledChunk& c : in.step.scheduled) {
+          if (c.req->num_computed_tokens >= c.req->num_tokens) ++emitting;
+        }
+        const Tick seen = now_ + in.cost.OutputNanos(emitting);
         for (const ScheduledChunk& c : in.step.scheduled) {
           SimRequest& r = *c.req;
           if (r.num_computed_tokens < r.num_tokens) continue;  // mid-prompt chunk
@@ -311,8 +320,8 @@ void ClusterSim::Run() {
               std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
           Instance::Live& lv = in.live_of(r.id);
           PdRecord& rec = records_[static_cast<size_t>(r.id)];
-          if (rec.first_token < 0) rec.first_token = now_;
-          lv.last_emit = now_;
+          if (rec.first_token < 0) rec.first_token = seen;
+          lv.last_emit = seen;
           const RequestSpec& spec = specs_.at(r.id);
           token_buf_.clear();
           for (int64_t k = 0; k < gen; ++k) {
@@ -423,7 +432,7 @@ void ClusterSim::OnArrival(int64_t id) {
   PdRecord& rec = records_[static_cast<size_t>(id)];
   rec.id = id;
   rec.arrived = true;
-  rec.arrival = now_;
+  rec.arrival = spec.arrival;
   rec.prompt_tokens = static_cast<int64_t>(spec.prompt.size());
   if (first_arrival_ < 0) first_arrival_ = now_;
   const Instance& p0 = *inst_[0];
@@ -566,9 +575,9 @@ void ClusterSim::OnKvReady(int64_t id) {
 void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {
   Instance& in = *inst_[static_cast<size_t>(d)];
   PdRecord& rec = records_[static_cast<size_t>(id)];
-  rec.finish = now_;
+  rec.finish = std::max(now_, in.live_of(id).last_emit);  // when the last token is seen
   rec.output_tokens = outputs;
-  last_finish_ = std::max(last_finish_, now_);
+  last_finish_ = std::max(last_finish_, rec.finish);
   in.mgr.RemoveRequest(in.live_of(id).req.kv_handle);
   in.live.erase(id);
   EndForWorkload(id, outputs);
@@ -586,7 +595,7 @@ void ClusterSim::EndForWorkload(int64_t id, int64_t output_tokens) {
   specs_.erase(id);
   for (RequestSpec& f : follow_buf_) {
     const int64_t fid = f.id;
-    const Tick at = f.arrival;
+    const Tick at = f.arrival + inst_[0]->cost.IntakeNanos(static_cast<int64_t>(f.prompt.size()));
     specs_[fid] = std::move(f);
     Push(at, EventKind::kArrival, fid);
   }

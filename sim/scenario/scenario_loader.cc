@@ -295,6 +295,11 @@ ModelSpec ParseModelBody(ConfigReader& r, bool is_draft) {
   m.compute.num_active_params =
       c.Int("num_active_params", 0, "parameters used per token (MoE: active)", 0);
   m.compute.vocab_size = c.Int("vocab_size", 0, "vocabulary size", 0);
+  m.compute.intermediate_size =
+      c.Int("intermediate_size", 0, "dense MLP width (0: derived from num_active_params)", 0);
+  m.compute.num_experts = c.Int("num_experts", 0, "routed experts per MoE layer (0: dense)", 0);
+  m.compute.num_experts_per_token =
+      c.Int("num_experts_per_token", 0, "experts each token is routed to (top-k)", 0);
   c.Finish();
   return m;
 }
@@ -386,6 +391,9 @@ void ParseCacheSections(ConfigReader& root, Scenario& sc) {
   PlannerConfig& c = sc.cache;
   ConfigReader par = root.Map("parallel", "parallelism");
   c.tp = par.Int("tp", 1, "tensor-parallel size", 1, 1024);
+  c.dp = par.Int("dp", 1, "data-parallel attention ranks (step-time model)", 1, 1024);
+  c.ep = par.Int("ep", 1, "expert-parallel ranks of the MoE layers (1 = TP-sharded experts)", 1,
+                 1024);
   par.Finish();
 
   ConfigReader r = root.Map("cache", "KV cache configuration (vLLM CacheConfig)");

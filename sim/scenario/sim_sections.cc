@@ -64,21 +64,38 @@ void ParseHardwareKeys(ConfigReader& r, HardwareSpec& h) {
   h.hbm_capacity_bytes = r.Bytes("hbm_capacity_bytes", h.hbm_capacity_bytes, "HBM capacity");
   h.interconnect_gbps = r.Double("interconnect_gbps", h.interconnect_gbps,
                                  "NVLink GB/s per direction (TP all-reduce)", 1e-3);
-  h.mfu = r.Double("mfu", h.mfu, "achievable fraction of peak FLOP/s in GEMMs", 1e-4, 1);
-  h.mbu = r.Double("mbu", h.mbu, "achievable fraction of HBM bandwidth", 1e-4, 1);
+  h.num_sms = r.Int("num_sms", h.num_sms, "streaming multiprocessors (GEMM tile waves)", 1, 4096);
+  h.mfu = r.Double("mfu", h.mfu, "fraction of peak FLOP/s in a full GEMM wave", 1e-4, 1);
+  h.mbu = r.Double("mbu", h.mbu, "fraction of HBM bandwidth streaming dense weights", 1e-4, 1);
+  h.moe_mbu = r.Double("moe_mbu", h.moe_mbu,
+                       "fraction of HBM bandwidth in the grouped routed-expert GEMM", 1e-4, 1);
   h.attention_mfu = r.Double("attention_mfu", h.attention_mfu,
                              "achievable fraction of peak FLOP/s in attention", 1e-4, 1);
   h.attention_mbu = r.Double("attention_mbu", h.attention_mbu,
                              "achievable fraction of HBM bandwidth reading KV in attention",
                              1e-4, 1);
+  h.attention_prefill_half_tokens =
+      r.Double("attention_prefill_half_tokens", h.attention_prefill_half_tokens,
+               "prefill chunk length at which attention runs at half attention_mfu", 0);
+  h.attention_kv_head_penalty =
+      r.Double("attention_kv_head_penalty", h.attention_kv_head_penalty,
+               "decode attention: extra cost per KV head, shared by its query heads", 0);
   h.attention_call_us = r.Double("attention_call_us", h.attention_call_us,
                                  "fixed cost per attention layer per step, us", 0);
   h.step_overhead_us =
-      r.Double("step_overhead_us", h.step_overhead_us, "fixed cost per engine step, us", 0);
+      r.Double("step_overhead_us", h.step_overhead_us, "CPU cost per engine step: scheduling, input prep, us", 0);
+  h.step_token_ns =
+      r.Double("step_token_ns", h.step_token_ns, "CPU cost per scheduled token per step, ns", 0);
+  h.intake_us = r.Double("intake_us", h.intake_us,
+                         "per request before the scheduler: HTTP handling, us", 0);
+  h.intake_token_ns = r.Double("intake_token_ns", h.intake_token_ns,
+                               "per prompt token before the scheduler: tokenization, ns", 0);
+  h.output_token_us = r.Double("output_token_us", h.output_token_us,
+                               "per token a step emits: detokenize and stream, us", 0);
   h.layer_overhead_us =
       r.Double("layer_overhead_us", h.layer_overhead_us, "fixed cost per layer per step, us", 0);
   h.seq_overhead_us = r.Double("seq_overhead_us", h.seq_overhead_us,
-                               "cost per scheduled sequence per step, us", 0);
+                               "CPU cost per scheduled sequence per step, us", 0);
   h.allreduce_latency_us =
       r.Double("allreduce_latency_us", h.allreduce_latency_us, "latency per all-reduce, us", 0);
   h.mamba_flops_per_token_state_byte =
@@ -96,9 +113,10 @@ double ScalarDouble(const ConfigNode* n, double def) {
 // A profile written by `kvsim gpu-validate --calibrate` (core/hardware_profile.h: SI units
 // under a top-level `hardware:` map, kernel-class lines t = fixed + bytes / rate) mapped onto
 // the step-time model's keys:
-//   hbm_peak_bytes_per_s → hbm_bandwidth_gbps;  copy_bytes_per_s / peak → mbu (streaming
-//   weights runs at copy speed);  attn_bytes_per_s / peak → attention_mbu;
-//   attn_fixed_s → attention_call_us.  move_* (KV append/gather kernels) and `source` are
+//   hbm_peak_bytes_per_s → hbm_bandwidth_gbps;  attn_bytes_per_s / peak → attention_mbu;
+//   attn_fixed_s → attention_call_us.  copy_bytes_per_s is accepted and not used: a GEMM
+//   streaming weights does not run at copy speed (mbu comes from operator profiles or
+//   serving runs, `kvsim calibrate`). move_* (KV append/gather kernels) and `source` are
 //   accepted; KV writes are already inside the attention bytes, so they are not used.
 //   attn_item_bytes_per_s (the attention kernel's per-CTA tail term) is accepted and not
 //   used: the step model does not know the kernel's partition size.
@@ -118,9 +136,6 @@ void TranslateCalibration(ConfigNode& f, double preset_gbps) {
   if (const ConfigNode* n = f.Find("hbm_peak_bytes_per_s")) {
     peak = ScalarDouble(n, peak);
     set("hbm_bandwidth_gbps", peak / 1e9, n->pos);
-  }
-  if (const ConfigNode* n = f.Find("copy_bytes_per_s")) {
-    set("mbu", std::min(1.0, ScalarDouble(n, 0.8 * peak) / peak), n->pos);
   }
   if (const ConfigNode* n = f.Find("attn_bytes_per_s")) {
     set("attention_mbu", std::min(1.0, ScalarDouble(n, 0.75 * peak) / peak), n->pos);
@@ -164,7 +179,8 @@ void ParseHardware(ConfigReader& root, Scenario& sc) {
   const std::string help = "GPU: preset, file (e.g. a calibration) and inline coefficients";
   if (root.describing()) {
     ConfigReader doc = root.Map("hardware", help);
-    doc.String("preset", "H100-SXM", "hardware preset: H100-SXM, H200, B200, A100-80G");
+    doc.String("preset", "H100-SXM",
+               "hardware preset: H100-SXM, H200, B200, A100-80G, L40S, RTX-4090, RTX-PRO-6000");
     doc.String("file", "", "hardware YAML merged over the preset (same keys as this section)");
     ParseHardwareKeys(doc, sim.hardware);
     return;
@@ -254,9 +270,24 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
   w.duration_s = r.Double("duration_s", w.duration_s, "cap on arrival times, s (0 = none)", 0);
   const bool trace = w.kind == "trace";
   if (!trace || all) {
-    w.arrival = r.Choice("arrival", w.arrival, {"poisson", "gamma", "burst"},
-                         "arrival process of new requests/sessions/trees (burst: all at t=0)");
+    w.arrival = r.Choice("arrival", w.arrival, {"poisson", "gamma", "constant", "burst"},
+                         "arrival process of new requests/sessions/trees (constant: evenly "
+                         "spaced; burst: all at t=0)");
     w.rate_per_s = r.Double("rate_per_s", w.rate_per_s, "mean arrivals per second", 1e-9);
+    w.stages.clear();
+    for (ConfigReader& sr :
+         r.MapList("stages", "load stages [{rate_per_s, duration_s}, ...]: the rate changes "
+                             "stage by stage; arrivals end after the last")) {
+      LoadStage stage;
+      stage.rate_per_s = sr.Double("rate_per_s", 1, "arrivals per second in this stage", 1e-9);
+      stage.duration_s = sr.Double("duration_s", 1, "length of this stage, s", 1e-9);
+      sr.Finish();
+      if (!sr.describing()) w.stages.push_back(stage);
+    }
+    w.concurrency = r.Int("concurrency", w.concurrency,
+                          "closed loop (shared_prefix): clients each keeping one request in "
+                          "flight (0 = open loop)",
+                          0, 1 << 24);
     w.gamma_cv = r.Double("gamma_cv", w.gamma_cv, "gamma arrivals: CV of inter-arrival times",
                           1e-3, 100);
     w.prompt_tokens = ParseLength(r, "prompt_tokens", w.prompt_tokens,
@@ -347,7 +378,45 @@ void ParseSchedulerExtras(ConfigReader& s, Scenario& sc) {
              "default; runs with drafts and P/D instances use sync scheduling)");
 }
 
+const std::vector<std::string>& ReferenceMetricNames() {
+  static const std::vector<std::string> names = {
+      "ttft_mean_ms", "ttft_p90_ms", "ttft_p99_ms", "tpot_mean_ms",
+      "e2e_mean_ms",  "e2e_p90_ms",  "e2e_p99_ms",  "output_tok_per_s"};
+  return names;
+}
+
+namespace {
+
+std::vector<std::pair<std::string, double>> ParseReferenceMetrics(ConfigReader& r) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const std::string& name : ReferenceMetricNames()) {
+    if (!r.Has(name) && !r.describing()) continue;
+    const double v = r.Double(name, 0, "measured " + name, 0);
+    if (!r.describing()) out.emplace_back(name, v);
+  }
+  return out;
+}
+
+void ParseReference(ConfigReader& root, Scenario& sc) {
+  ReferenceConfig& ref = sc.sim.reference;
+  ConfigReader r = root.Map("reference",
+                            "measured metrics of the real run this scenario reproduces; "
+                            "`kvsim run` prints simulated beside measured");
+  ref.source = r.String("source", "", "where the measurements come from");
+  ConfigReader s = r.Map("summary", "whole-run metrics (ms; output_tok_per_s in tokens/s)");
+  ref.summary = ParseReferenceMetrics(s);
+  s.Finish();
+  for (ConfigReader& st : r.MapList("stages", "per load stage, in workload.stages order")) {
+    ref.stages.push_back(ParseReferenceMetrics(st));
+    st.Finish();
+  }
+  r.Finish();
+}
+
+}  // namespace
+
 void ParseSimSections(ConfigReader& root, Scenario& sc) {
+  ParseReference(root, sc);
   ParseHardware(root, sc);
   ParseWorkload(root, sc);
   ConfigReader sp = root.Map("spec", "speculative decoding (with cache.num_speculative_tokens)");

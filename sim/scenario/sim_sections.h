@@ -58,6 +58,13 @@ struct TraceConfig {
   bool required = true;            // a missing file is an error (false: fall back to synthetic)
 };
 
+// One stage of staged load (inference-perf's `constant` load stages): requests arrive at
+// `rate_per_s` for `duration_s`, then the next stage begins.
+struct LoadStage {
+  double rate_per_s = 1;
+  double duration_s = 1;
+};
+
 struct WorkloadConfig {
   std::string kind = "shared_prefix";
   int64_t num_requests = 1000;  // cap on requests created (0 = no cap)
@@ -65,6 +72,9 @@ struct WorkloadConfig {
   std::string arrival = "poisson";  // poisson | gamma | burst (all at t = 0)
   double rate_per_s = 10;
   double gamma_cv = 2.0;
+  std::vector<LoadStage> stages;  // non-empty: rate_per_s by stage, arrivals end after the last
+  int64_t concurrency = 0;        // > 0: closed loop, this many clients each with one request
+                                  // in flight (shared_prefix)
   LengthDist prompt_tokens{"lognormal", 512, 0.5, 16, 32768};
   LengthDist output_tokens{"lognormal", 256, 0.5, 1, 8192};
   int64_t vocab_size = 32000;
@@ -101,6 +111,20 @@ struct MetricsConfig {
   double kv_sample_interval_ms = 50;  // KV-usage time series resolution
 };
 
+// Measured metrics of a real serving run the scenario reproduces (`reference:`), compared
+// with the simulated ones by `kvsim run` and fitted by `kvsim calibrate`. Keys are metric
+// names (ReferenceMetricNames()), values in ms or tokens/s.
+struct ReferenceConfig {
+  std::string source;  // where the measurements come from
+  std::vector<std::pair<std::string, double>> summary;              // whole run
+  std::vector<std::vector<std::pair<std::string, double>>> stages;  // per load stage
+  bool empty() const { return summary.empty() && stages.empty(); }
+};
+
+// The metric names a reference may give: ttft_mean_ms, ttft_p90_ms, ttft_p99_ms,
+// tpot_mean_ms, e2e_mean_ms, e2e_p90_ms, e2e_p99_ms, output_tok_per_s.
+const std::vector<std::string>& ReferenceMetricNames();
+
 struct SimConfig {
   HardwareSpec hardware;
   std::string hardware_source;  // "preset H100-SXM + file x.yaml + inline"
@@ -109,6 +133,7 @@ struct SimConfig {
   SchedulerExtras scheduler;
   RunConfig run;
   MetricsConfig metrics;
+  ReferenceConfig reference;
 };
 
 // Reads hardware, workload, spec, run, metrics (and marks `sweep` as known) from the root.

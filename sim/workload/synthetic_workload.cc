@@ -92,16 +92,41 @@ RequestSpec SyntheticWorkload::FollowUp(const RequestSpec& parent, int64_t paren
   return r;
 }
 
+bool SyntheticWorkload::EnterStage() {
+  if (config_.stages.empty()) return true;
+  if (stage_ == 0 && stage_end_s_ == 0) stage_end_s_ = config_.stages[0].duration_s;
+  // Half a nanosecond of slack: arrival i of a stage is at start + i / rate, and that sum
+  // must not spill a rounding error's arrival past the stage's end.
+  while (next_arrival_s_ >= stage_end_s_ - 0.5e-9) {
+    // The next stage starts at the previous one's end, whatever the last gap was.
+    next_arrival_s_ = stage_start_s_ = stage_end_s_;
+    in_stage_ = 0;
+    if (++stage_ >= config_.stages.size()) return false;
+    stage_end_s_ += config_.stages[stage_].duration_s;
+  }
+  return true;
+}
+
+double SyntheticWorkload::CurrentRate() const {
+  return config_.stages.empty() ? config_.rate_per_s : config_.stages[stage_].rate_per_s;
+}
+
 std::optional<RequestSpec> SyntheticWorkload::Next() {
   if (!CanCreate()) return std::nullopt;
+  if (config_.concurrency > 0 && clients_started_ >= config_.concurrency) return std::nullopt;
   if (config_.duration_s > 0 && next_arrival_s_ > config_.duration_s) return std::nullopt;
+  if (!EnterStage()) return std::nullopt;
   const Tick arrival = static_cast<Tick>(std::llround(next_arrival_s_ * 1e9));
+  ++clients_started_;
   // The next open-loop arrival.
+  const double rate = CurrentRate();
   if (config_.arrival == "poisson") {
-    next_arrival_s_ += arrivals_.Exponential(1.0 / config_.rate_per_s);
+    next_arrival_s_ += arrivals_.Exponential(1.0 / rate);
   } else if (config_.arrival == "gamma") {
     const double k = 1.0 / (config_.gamma_cv * config_.gamma_cv);
-    next_arrival_s_ += arrivals_.Gamma(k, 1.0 / (config_.rate_per_s * k));
+    next_arrival_s_ += arrivals_.Gamma(k, 1.0 / (rate * k));
+  } else if (config_.arrival == "constant") {
+    next_arrival_s_ = stage_start_s_ + static_cast<double>(++in_stage_) / rate;
   }  // burst: everything at t = 0
   const int64_t group = config_.kind == "shared_prefix" ? -1 : groups_++;
   RequestSpec r = NewRequest(arrival, group, 0);
@@ -117,6 +142,18 @@ std::optional<RequestSpec> SyntheticWorkload::Next() {
 
 void SyntheticWorkload::OnFinish(const RequestSpec& spec, int64_t num_output_tokens, Tick now,
                                  std::vector<RequestSpec>& follow_ups) {
+  if (config_.concurrency > 0 && config_.kind == "shared_prefix") {
+    // Closed loop: the client sends its next request as soon as this one is answered.
+    if (!CanCreate()) return;
+    if (config_.duration_s > 0 && static_cast<double>(now) * 1e-9 > config_.duration_s) return;
+    RequestSpec r = NewRequest(now, -1, 0);
+    const int64_t user = DrawLength(config_.prompt_tokens, lengths_);
+    r.prompt.reserve(static_cast<size_t>(config_.system_prompt.tokens + user));
+    AppendSystemPrompt(r.prompt);
+    AppendRandom(r.prompt, user);
+    follow_ups.push_back(std::move(r));
+    return;
+  }
   if (config_.kind == "multi_turn") {
     const int32_t turns = session_turns_[static_cast<size_t>(spec.group)];
     if (spec.turn + 1 >= turns || !CanCreate()) return;
@@ -135,8 +172,14 @@ std::string SyntheticWorkload::Describe() const {
   std::ostringstream s;
   s << config_.kind << ": ";
   if (config_.num_requests > 0) s << config_.num_requests << " requests, ";
+  if (config_.concurrency > 0) s << config_.concurrency << " closed-loop clients, ";
   s << config_.arrival;
-  if (config_.arrival != "burst") s << " " << config_.rate_per_s << "/s";
+  if (!config_.stages.empty()) {
+    s << " stages";
+    for (const LoadStage& st : config_.stages) s << " " << st.rate_per_s << "/s×" << st.duration_s << "s";
+  } else if (config_.arrival != "burst") {
+    s << " " << config_.rate_per_s << "/s";
+  }
   if (config_.system_prompt.tokens > 0) {
     s << ", " << config_.system_prompt.count << " system prompt(s) of "
       << config_.system_prompt.tokens << " tokens";

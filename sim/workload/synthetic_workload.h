@@ -7,8 +7,11 @@
 //   agent_tree     trees: a root request, and when a node finishes `branching` children
 //                  arrive, each extending parent prompt + reply with its own tool output,
 //                  down to `depth` levels.
-// Arrivals (new requests / sessions / trees) are Poisson, gamma (with a CV) or a burst at
-// t = 0. Lengths are drawn from LengthDist. Token ids are random in [0, vocab); system prompt
+// Arrivals (new requests / sessions / trees) are Poisson, gamma (with a CV), constant (evenly
+// spaced) or a burst at t = 0; with `stages` the rate changes stage by stage (inference-perf's
+// constant load stages) and arrivals end after the last stage. With `concurrency` N > 0
+// (shared_prefix) the workload is a closed loop: N clients start by the arrival process and
+// each sends its next request the moment its previous one finishes. Lengths are drawn from LengthDist. Token ids are random in [0, vocab); system prompt
 // i is the same sequence everywhere in the run, so requests share it block for block.
 #pragma once
 
@@ -55,7 +58,16 @@ class SyntheticWorkload : public IWorkload {
   Rng sessions_;
   std::unique_ptr<ZipfTable> zipf_;
   std::vector<std::vector<TokenId>> system_prompts_;
+  // Advances the load stage to the one holding next_arrival_s_; false after the last.
+  bool EnterStage();
+  double CurrentRate() const;
+
   double next_arrival_s_ = 0;
+  size_t stage_ = 0;
+  double stage_start_s_ = 0;
+  double stage_end_s_ = 0;
+  int64_t in_stage_ = 0;  // arrivals so far in this stage (constant arrivals: exact spacing)
+  int64_t clients_started_ = 0;
   int64_t created_ = 0;
   int64_t groups_ = 0;
   std::vector<int32_t> session_turns_;  // multi_turn: turns per session

@@ -303,4 +303,37 @@ TEST_CASE("engine, async scheduling: every request finishes with its outputs; st
   }
 }
 
+namespace {
+
+TEST_CASE("engine: intake delays the scheduler, output processing delays what the user sees") {
+  const Scenario sc = Load(R"(
+name: hooks
+seed: 1
+model: {preset: llama-3.1-8b}
+hardware: {preset: H100-SXM, intake_us: 1000, intake_token_ns: 2000, output_token_us: 50}
+cache: {block_size: 16, num_gpu_blocks: 1000, enable_prefix_caching: false}
+scheduler: {max_num_batched_tokens: 2048, max_num_seqs: 8}
+workload:
+  kind: shared_prefix
+  num_requests: 1
+  arrival: burst
+  prompt_tokens: {dist: fixed, mean: 100, min: 1, max: 100}
+  output_tokens: {dist: fixed, mean: 3, min: 1, max: 3}
+)");
+  auto e = RunScenario(sc);
+  auto plan = sc.Plan();
+  REQUIRE(plan.ok());
+  CostModel cm(sc.model, plan.value(), sc.sim.hardware);
+  const Tick intake = 1000000 + 100 * 2000;  // 1 ms + 100 prompt tokens × 2 us
+  const Tick out = 50000;                    // one token per step × 50 us
+  const Tick prefill = cm.BatchNanos({{100, 0}});
+  const Tick decode1 = cm.BatchNanos({{1, 100}});
+  const Tick decode2 = cm.BatchNanos({{1, 101}});
+  const RequestRecord& r = e->metrics().records().at(0);
+  CHECK(r.arrival == 0);  // the clock starts when the client sends
+  CHECK(r.first_token == intake + prefill + out);
+  CHECK(r.finish == intake + prefill + decode1 + decode2 + out);
+}
+
+}  // namespace
 }  // namespace kvsim

@@ -236,3 +236,48 @@ TEST_CASE("missing trace: an error when required, a noted fallback otherwise") {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST_CASE("staged constant load: evenly spaced arrivals, the rate changes by stage, then ends") {
+  WorkloadConfig c;
+  c.num_requests = 0;
+  c.arrival = "constant";
+  c.stages = {{2.0, 1.0}, {4.0, 1.0}};
+  c.prompt_tokens = {"fixed", 10, 0, 1, 100};
+  SyntheticWorkload w(c, 1);
+  std::vector<Tick> got;
+  while (auto r = w.Next()) got.push_back(r->arrival);
+  // Stage 1 at 2/s: 0, 0.5 s; stage 2 from 1 s at 4/s: 1, 1.25, 1.5, 1.75 s.
+  const std::vector<Tick> want = {0, 500000000, 1000000000, 1250000000, 1500000000, 1750000000};
+  CHECK(got == want);
+}
+
+TEST_CASE("closed loop: N clients, each sends its next request when the last one finishes") {
+  WorkloadConfig c;
+  c.num_requests = 5;
+  c.arrival = "burst";
+  c.concurrency = 2;
+  c.prompt_tokens = {"fixed", 10, 0, 1, 100};
+  SyntheticWorkload w(c, 1);
+  auto first = w.Next(), second = w.Next();
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK_FALSE(w.Next());  // no third client
+  std::vector<RequestSpec> follow;
+  w.OnFinish(*first, 10, 7000, follow);
+  REQUIRE(follow.size() == 1);
+  CHECK(follow[0].arrival == 7000);
+  CHECK(follow[0].prompt.size() == 10);
+  CHECK(follow[0].id == 2);
+  // The cap holds: requests 3 and 4 are the last ones.
+  std::vector<RequestSpec> more;
+  w.OnFinish(*second, 10, 8000, more);
+  w.OnFinish(follow[0], 10, 9000, more);
+  w.OnFinish(*first, 10, 9500, more);
+  CHECK(more.size() == 2);
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -1,0 +1,329 @@
+// kvsim calibrate [--ops PROFILES.json] [--runs SCENARIO...] [--gpu-validate V.json]
+//                 [--hardware PRESET] [--fit KEY,...] [--metrics NAME,...] [-o OUT.yaml]
+// Fits the step-time model's coefficients (sim/calibrate/calibrate.h) to measurements:
+// operator profiles (Vidur's format) fit mbu, mfu, layer_overhead_us; gpu-validate JSON fits
+// attention_mbu, attention_call_us; measured serving runs (scenarios with `reference:`) fit
+// the --fit keys (default: the CPU, intake, output and efficiency terms) by simulating them;
+// each run keeps its own preset's coefficients and the fit moves them all by one shift.
+// Prints in-sample and leave-one-out errors and writes the fitted keys as a hardware file
+// (merge it with `hardware: {preset: ..., file: OUT.yaml}`).
+// Exit codes: 0 fitted; 2 bad input (files, keys, a scenario without `reference:`).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "apps/kvsim/commands.h"
+#include "sim/calibrate/calibrate.h"
+#include "sim/embedded_data.h"
+#include "sim/engine.h"
+#include "sim/report/reference_report.h"
+#include "sim/scenario/scenario_loader.h"
+
+namespace kvsim::cli {
+namespace {
+
+struct CalibrateArgs {
+  std::string ops;
+  std::string ops_gpu;
+  std::vector<std::string> runs;
+  std::string gpu_validate;
+  std::string hardware = "H100-SXM";
+  std::string fit;
+  std::string metrics = "ttft_mean_ms,tpot_mean_ms,e2e_mean_ms";
+  int iterations = 6;
+  bool stages = true;
+  std::string out;
+};
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::Error("file_not_found", path + ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// "meta-llama/Llama-2-7b-hf" → the model preset llama-2-7b: the last path component,
+// lower case, without -hf and -instruct.
+std::string PresetNameFor(const std::string& hf_name) {
+  std::string s = Lower(hf_name.substr(hf_name.rfind('/') + 1));
+  for (const char* suffix : {"-hf", "-instruct"}) {
+    const std::string suf = suffix;
+    while (s.size() > suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0) {
+      s.erase(s.size() - suf.size());
+    }
+  }
+  return s;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void PrintErrors(const std::string& title, const std::vector<SampleError>& errors) {
+  std::cout << title << "\n";
+  std::cout << fmt::format("  {:<72} {:>10} {:>14}\n", "sample", "in-sample", "leave-one-out");
+  std::vector<double> in, loo;
+  for (const SampleError& e : errors) {
+    std::cout << fmt::format("  {:<72} {:>+9.1f}% {:>+13.1f}%\n", e.label.substr(0, 72),
+                             100 * e.in_sample, 100 * e.leave_one_out);
+    in.push_back(std::abs(e.in_sample));
+    loo.push_back(std::abs(e.leave_one_out));
+  }
+  std::cout << fmt::format("  median |error|: in-sample {:.1f}%, leave-one-out {:.1f}%; "
+                           "worst {:.1f}% / {:.1f}%\n",
+                           100 * Median(in), 100 * Median(loo),
+                           100 * *std::max_element(in.begin(), in.end()),
+                           100 * *std::max_element(loo.begin(), loo.end()));
+}
+
+Result<HardwareSpec> PresetHardware(const std::string& preset) {
+  auto tree = ParseYaml("model: {preset: llama-3.1-8b}\nhardware: {preset: \"" + preset + "\"}\n",
+                        "--hardware");
+  if (!tree.ok()) return tree.status();
+  auto sc = ParseScenario(tree.value(), "--hardware");
+  if (!sc.ok()) return sc.status();
+  return sc->sim.hardware;
+}
+
+void RunCalibrate(const CalibrateArgs& a) {
+  if (a.ops.empty() && a.runs.empty() && a.gpu_validate.empty()) {
+    ReportError(Status::Error("missing_input", "calibrate: give --ops, --runs or --gpu-validate"),
+                false);
+    return;
+  }
+  auto start = PresetHardware(a.hardware);
+  if (!start.ok()) return (void)ReportError(start.status(), false);
+  HardwareSpec hw = start.value();
+  std::vector<std::pair<std::string, double>> fitted;
+  std::vector<std::string> provenance;
+  const double peak = hw.dense_tflops_bf16 * 1e12;
+
+  if (!a.ops.empty()) {
+    auto text = ReadFile(a.ops);
+    if (!text.ok()) return (void)ReportError(text.status(), false);
+    const HardwareSpec base = hw;
+    auto resolve = [&](const std::string& model, int64_t tp)
+        -> Result<std::pair<std::vector<CostModel::Linear>, double>> {
+      auto m = LoadModelPreset(PresetNameFor(model));
+      if (!m.ok()) {
+        return Status::Error("unknown_model", "model " + model + " has no preset " +
+                                                  PresetNameFor(model) + ": " +
+                                                  m.status().message());
+      }
+      PlannerConfig pc;
+      pc.tp = tp;
+      pc.kv_memory_bytes = 1LL << 30;
+      auto plan = PlanKvCache(m.value(), nullptr, pc);
+      if (!plan.ok()) return plan.status();
+      CostModel cm(m.value(), plan.value(), base);
+      // The profiles time one decoder layer: one GEMM of each kind.
+      std::vector<CostModel::Linear> layer = cm.linears();
+      for (auto& l : layer) l.count = 1;
+      return std::make_pair(layer, static_cast<double>(ElementBytes(m->dtype)));
+    };
+    auto samples = ParseOperatorProfiles(text.value(), a.ops, resolve);
+    if (!samples.ok()) return (void)ReportError(samples.status(), false);
+    // Only this GPU's profiles: --ops-gpu, else the preset name's first word ("h100").
+    std::string gpu = a.ops_gpu.empty() ? Lower(a.hardware.substr(0, a.hardware.find('-')))
+                                        : Lower(a.ops_gpu);
+    std::vector<OperatorSample> mine;
+    for (auto& s : samples.value()) {
+      if (Lower(s.gpu) == gpu) mine.push_back(s);
+    }
+    auto fit = FitOperatorProfiles(hw, mine, peak);
+    if (!fit.ok()) {
+      return (void)ReportError(Status::Error(fit.status().code(),
+                                             a.ops + " (gpu " + gpu + "): " + fit.status().message()),
+                               false);
+    }
+    hw.mbu = fit->mbu;
+    hw.mfu = fit->mfu;
+    hw.layer_overhead_us = fit->layer_overhead_us;
+    std::cout << fmt::format("operator profiles {} ({} samples on {}): mbu {:.3f}, mfu {:.3f}, "
+                             "layer_overhead_us {:.1f}\n",
+                             a.ops, mine.size(), gpu, hw.mbu, hw.mfu, hw.layer_overhead_us);
+    PrintErrors("  per-layer time, model vs measured:", fit->errors);
+    fitted.insert(fitted.end(), {{"mbu", hw.mbu}, {"mfu", hw.mfu},
+                                 {"layer_overhead_us", hw.layer_overhead_us}});
+    provenance.push_back("operator profiles " + a.ops + " (" + gpu + ")");
+  }
+
+  if (!a.gpu_validate.empty()) {
+    auto text = ReadFile(a.gpu_validate);
+    if (!text.ok()) return (void)ReportError(text.status(), false);
+    auto fit = FitGpuValidate(text.value(), a.gpu_validate, hw.hbm_bandwidth_gbps * 1e9);
+    if (!fit.ok()) return (void)ReportError(fit.status(), false);
+    hw.attention_mbu = fit->attention_mbu;
+    hw.attention_call_us = fit->attention_call_us;
+    std::cout << fmt::format("gpu-validate {}: attention_mbu {:.3f}, attention_call_us {:.2f}\n",
+                             a.gpu_validate, hw.attention_mbu, hw.attention_call_us);
+    PrintErrors("  decode attention, model vs measured:", fit->errors);
+    fitted.insert(fitted.end(), {{"attention_mbu", hw.attention_mbu},
+                                 {"attention_call_us", hw.attention_call_us}});
+    provenance.push_back("gpu-validate " + a.gpu_validate);
+  }
+
+  if (!a.runs.empty()) {
+    std::vector<FitParameter> params;
+    if (a.fit.empty()) {
+      params = ServingFitParameters();
+    } else {
+      for (const std::string& k : SplitCommas(a.fit)) {
+        auto it = std::find_if(ServingFitParameters().begin(), ServingFitParameters().end(),
+                               [&](const FitParameter& p) { return p.key == k; });
+        double v = 0;
+        if (it != ServingFitParameters().end()) {
+          params.push_back(*it);
+        } else if (GetHardwareKey(hw, k, &v)) {
+          params.push_back({k, 0, std::max(1.0, 10 * v)});
+        } else {
+          return (void)ReportError(
+              Status::Error("unknown_key", "--fit: " + k + " is not a fittable hardware key"), false);
+        }
+      }
+    }
+    const std::vector<std::string> metrics = SplitCommas(a.metrics);
+    std::vector<Scenario> scenarios;
+    std::vector<ServingMeasurement> measurements;
+    for (const std::string& path : a.runs) {
+      auto tree = LoadScenarioTree({path, {}});
+      if (!tree.ok()) return (void)ReportError(tree.status(), false);
+      auto sc = ParseScenario(tree.value(), path);
+      if (!sc.ok()) return (void)ReportError(sc.status(), false);
+      if (sc->sim.reference.summary.empty()) {
+        return (void)ReportError(
+            Status::Error("no_reference", path + ": no `reference:` summary to fit against"), false);
+      }
+      for (const std::string& m : metrics) {
+        for (const auto& [name, v] : sc->sim.reference.summary) {
+          if (name == m) measurements.push_back({sc->name, m, v});
+        }
+      }
+      // Per load stage too, when the run has stages and the reference gives them.
+      const auto& ref_stages = sc->sim.reference.stages;
+      if (a.stages && ref_stages.size() > 1 &&
+          ref_stages.size() == sc->sim.workload.stages.size()) {
+        for (size_t k = 0; k < ref_stages.size(); ++k) {
+          for (const std::string& m : metrics) {
+            for (const auto& [name, v] : ref_stages[k]) {
+              if (name == m) measurements.push_back({sc->name, fmt::format("stage{}.{}", k, m), v});
+            }
+          }
+        }
+      }
+      scenarios.push_back(std::move(sc.value()));
+    }
+    const HardwareSpec fit_start = hw;
+    auto simulate = [&](const HardwareSpec& trial) -> Result<std::vector<double>> {
+      std::vector<double> out;
+      for (const Scenario& base : scenarios) {
+        Scenario sc = base;
+        // Each run keeps its own hardware (runs on other GPUs keep their presets' values);
+        // the fit moves every run's key by the same amount from where it starts.
+        for (const FitParameter& p : params) {
+          double v = 0, v0 = 0, own = 0;
+          GetHardwareKey(trial, p.key, &v);
+          GetHardwareKey(fit_start, p.key, &v0);
+          GetHardwareKey(sc.sim.hardware, p.key, &own);
+          SetHardwareKey(sc.sim.hardware, p.key, std::max(0.0, own + (v - v0)));
+        }
+        auto e = Engine::Create(sc);
+        if (!e.ok()) return e.status();
+        e.value()->Run();
+        const RunSummary s = e.value()->Summary();
+        std::vector<double> durations;
+        for (const LoadStage& st : sc.sim.workload.stages) durations.push_back(st.duration_s);
+        const std::vector<MetricValues> stages =
+            StageMetrics(e.value()->metrics().records(), durations);
+        for (const ServingMeasurement& m : measurements) {
+          if (m.run != sc.name) continue;
+          double v = 0;
+          if (m.metric.rfind("stage", 0) == 0) {
+            const size_t dot = m.metric.find('.');
+            const size_t k = std::stoul(m.metric.substr(5, dot - 5));
+            for (const auto& [name, value] : stages.at(k)) {
+              if (name == m.metric.substr(dot + 1)) v = value;
+            }
+          } else {
+            SimulatedMetric(s, m.metric, &v);
+          }
+          out.push_back(v);
+        }
+      }
+      return out;
+    };
+    auto fit = FitServingRuns(hw, params, measurements, simulate, a.iterations);
+    if (!fit.ok()) return (void)ReportError(fit.status(), false);
+    hw = fit->hw;
+    std::cout << fmt::format("serving runs ({} runs, {} measurements, {} simulations):\n",
+                             scenarios.size(), measurements.size(), fit->evaluations);
+    for (const auto& [k, v] : fit->values) std::cout << fmt::format("  {} = {:.6g}\n", k, v);
+    PrintErrors("  metrics, simulated vs measured (leave-one-out: linearised at the fit):",
+                fit->errors);
+    for (const auto& kv : fit->values) {
+      auto it = std::find_if(fitted.begin(), fitted.end(),
+                             [&](const auto& f) { return f.first == kv.first; });
+      if (it != fitted.end()) {
+        it->second = kv.second;
+      } else {
+        fitted.push_back(kv);
+      }
+    }
+    provenance.push_back(fmt::format("{} serving runs", scenarios.size()));
+  }
+
+  if (!a.out.empty()) {
+    std::string prov = "fitted on: ";
+    for (size_t i = 0; i < provenance.size(); ++i) prov += (i ? "; " : "") + provenance[i];
+    std::ofstream f(a.out, std::ios::binary);
+    if (!f) return (void)ReportError(Status::Error("io_error", a.out + ": cannot write"), false);
+    f << HardwareFileYaml("", prov, fitted);
+    std::cout << "wrote " << a.out << "\n";
+  }
+}
+
+}  // namespace
+
+void RegisterCalibrate(CLI::App& app) {
+  static CalibrateArgs a;
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "fit the step-time model's coefficients to measurements; write a hardware file");
+  cmd->add_option("--ops", a.ops, "operator profiles (Vidur format: vidur_ops.json)");
+  cmd->add_option("--ops-gpu", a.ops_gpu, "which GPU's profiles to fit (default: from --hardware)");
+  cmd->add_option("--runs", a.runs, "measured serving runs: scenarios with a reference: block");
+  cmd->add_option("--gpu-validate", a.gpu_validate, "kvsim gpu-validate --json output");
+  cmd->add_option("--hardware", a.hardware, "preset the fit starts from")->capture_default_str();
+  cmd->add_option("--fit", a.fit, "hardware keys to fit on the runs (comma separated)");
+  cmd->add_option("--metrics", a.metrics, "reference metrics to fit (comma separated)")->capture_default_str();
+  cmd->add_option("--iterations", a.iterations, "Levenberg-Marquardt iterations")->capture_default_str();
+  cmd->add_option("-o,--out", a.out, "hardware YAML to write");
+  cmd->add_flag("--stages,!--no-stages", a.stages,
+                "also fit each load stage's measured metrics (default on)");
+  cmd->callback([] { RunCalibrate(a); });
+}
+
+}  // namespace kvsim::cli
