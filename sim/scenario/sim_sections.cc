@@ -432,13 +432,14 @@ void ParseSimSections(ConfigReader& root, Scenario& sc) {
       "trace_max_requests", 2000, "request lifecycles kept in the --trace file", 0);
   run.Finish();
   // A synthetic workload with no cap on requests, arrival times or simulated time never ends
-  // (it grows without bound): refuse it. A trace ends with its file.
+  // (it grows without bound): refuse it. A trace ends with its file, open-loop load stages
+  // with the last stage (closed-loop clients keep going after it).
   const WorkloadConfig& wl = sc.sim.workload;
   if (!root.describing() && wl.kind != "trace" && wl.num_requests == 0 && wl.duration_s <= 0 &&
-      sc.sim.run.max_sim_seconds <= 0) {
+      (wl.stages.empty() || wl.concurrency > 0) && sc.sim.run.max_sim_seconds <= 0) {
     ConfigReader again = root.Map("workload", "");
     again.Error("num_requests", "unbounded",
-                "0 (no cap) with neither workload.duration_s nor run.max_sim_seconds set: the "
+                "0 (no cap) with none of workload.duration_s, workload.stages or run.max_sim_seconds set: the "
                 "run would never end; give a request count or one of those limits");
   }
   ConfigReader m = root.Map("metrics", "metrics collection");

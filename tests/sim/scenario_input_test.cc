@@ -31,6 +31,12 @@ TEST_CASE("scenario: num_requests 0 needs a duration or a simulated-time limit",
   CHECK(Load({"workload={kind: trace, num_requests: 0, "
               "trace: {path: mooncake_conversation_head60.jsonl}}"})
             .ok());
+  // Open-loop load stages end with the last stage; closed-loop clients do not stop there.
+  CHECK(Load({"workload.num_requests=0", "workload.stages=[{rate_per_s: 2, duration_s: 5}]"})
+            .ok());
+  CHECK_FALSE(Load({"workload.num_requests=0", "workload.concurrency=4",
+                    "workload.stages=[{rate_per_s: 2, duration_s: 5}]"})
+                  .ok());
 }
 
 TEST_CASE("scenario: trace.required defaults to true", "[scenario]") {
