@@ -558,11 +558,14 @@ int64_t BlocksToAllocate(const KvGroupConfig& g, const BlockPool& pool, int64_t 
 bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
                                    int64_t num_new_tokens, int64_t num_new_computed_tokens,
                                    int64_t num_lookahead_tokens, bool full_sequence_must_fit,
-                                   int64_t num_in_flight_tokens) {
+                                   int64_t num_in_flight_tokens,
+                                   int64_t num_external_computed_tokens, bool delay_cache_blocks,
+                                   int64_t reserved_blocks) {
   Impl& m = *impl_;
   RequestState& r = m.reqs[static_cast<size_t>(h)];
   KVSIM_CHECK(r.live);
-  KVSIM_CHECK(num_new_tokens >= 0 && num_lookahead_tokens >= 0 && num_computed_tokens >= 0);
+  KVSIM_CHECK(num_new_tokens >= 0 && num_lookahead_tokens >= 0 && num_computed_tokens >= 0 &&
+              num_external_computed_tokens >= 0 && reserved_blocks >= 0);
   const bool use_hit = num_new_computed_tokens > 0;
   if (use_hit) {
     KVSIM_CHECK_MSG(m.hit_handle == h && m.hit_epoch == m.epoch &&
@@ -571,7 +574,8 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
     KVSIM_CHECK(num_computed_tokens == 0);
   }
   const size_t ng = config_.groups.size();
-  const int64_t total_computed = num_computed_tokens + num_new_computed_tokens;
+  const int64_t total_computed =
+      num_computed_tokens + num_new_computed_tokens + num_external_computed_tokens;
   int64_t need_slots = total_computed + num_new_tokens + num_lookahead_tokens;
   int64_t need_main = total_computed + num_new_tokens;
   if (config_.max_model_len > 0) {
@@ -630,7 +634,7 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
                              static_cast<int64_t>(r.blocks[g].size()), r.mamba_allocated[g],
                              total_computed, 0);
   }
-  if (need > free) return false;
+  if (need > free - reserved_blocks) return false;
 
   // 1. Touch every group's hit blocks, then 2. allocate group by group.
   if (use_hit) {
@@ -695,8 +699,9 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
     }
   }
 
-  // 3. Cache the newly full blocks (never beyond the request's real tokens).
-  CacheBlocks(h, total_computed + num_new_tokens);
+  // 3. Cache the newly full blocks (never beyond the request's real tokens); a load's
+  // blocks wait until their contents have arrived.
+  if (!delay_cache_blocks) CacheBlocks(h, total_computed + num_new_tokens);
   return true;
 }
 
@@ -774,17 +779,25 @@ int64_t KvCacheManager::MambaAlignedSplit(RequestHandle h, int64_t num_computed_
                                    config_.hash_block_size > 0 && impl_->hash_block < B,
                                    config_.use_eagle, junction, chunk_limit);
   }
-  if (ntok > r.num_prompt_tokens) return num_new_tokens;  // decoding: no split
+  return ClassicMambaAlignedSplit(num_computed_tokens, num_new_tokens, ntok, r.num_prompt_tokens,
+                                  B, config_.use_eagle, chunk_limit);
+}
+
+int64_t ClassicMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t num_tokens,
+                                 int64_t num_prompt_tokens, int64_t B, bool use_eagle,
+                                 int64_t chunk_limit) {
+  if (num_tokens > num_prompt_tokens) return num_new_tokens;  // decoding: no split
   int64_t n = num_new_tokens;
-  const int64_t comp = num_computed_tokens;
-  int64_t last = ntok - ntok % B;
-  if (config_.use_eagle) last = std::max<int64_t>(last - B, 0);
-  const int64_t after = comp + n;
+  int64_t last = num_tokens - num_tokens % B;
+  if (use_eagle) last = std::max<int64_t>(last - B, 0);
+  const int64_t after = start + n;
   if (after < last) {
+    // Round down to whole blocks, unless a block is more than a step can ever give (then
+    // the request would starve: keep the unaligned chunk).
     const int64_t rounded = n / B * B;
     if (rounded > 0 || B <= chunk_limit) n = rounded;
-  } else if (comp < last && last < after) {
-    n = last - comp;
+  } else if (start < last && last < after) {
+    n = last - start;  // cache the last boundary
   }
   return n;
 }
@@ -816,6 +829,19 @@ int64_t LatestMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t n
   for (int64_t s : stops)
     if (start < s && s < stop) stop = s;
   return std::max<int64_t>(stop - start, 0);
+}
+
+int64_t KvCacheManager::RemainingBlocks(RequestHandle h) const {
+  const RequestState& r = impl_->reqs[static_cast<size_t>(h)];
+  KVSIM_CHECK(r.live);
+  int64_t whole = r.hasher.num_tokens();
+  if (config_.max_model_len > 0) whole = std::min(whole, config_.max_model_len);
+  int64_t need = 0;
+  for (size_t g = 0; g < config_.groups.size(); ++g)
+    need += BlocksToAllocate(config_.groups[g], pool_, whole, whole, {},
+                             static_cast<int64_t>(r.blocks[g].size()), r.mamba_allocated[g] != 0,
+                             0, 0);
+  return need;
 }
 
 int64_t KvCacheManager::BlocksNeededFresh(int64_t num_tokens) const {

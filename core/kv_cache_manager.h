@@ -56,7 +56,7 @@
 //     mask keeps it and MambaAlignedSplit ends a prefill chunk there (floored to a block).
 // The Mamba "hit cached in the current step is deferred" rule (§5.4) applies once a stepping
 // caller calls NewStepStarts (replay never does). Not modelled: partial (sub-block) hits of a
-// finer prefix_match_unit, and connector-loaded blocks.
+// finer prefix_match_unit.
 #pragma once
 
 #include <cstdint>
@@ -132,6 +132,17 @@ Result<KvCacheManagerConfig> KvCacheManagerConfigFromHybrid(std::string_view hyb
                                                             int64_t num_blocks);
 
 using RequestHandle = int32_t;
+
+// The classic snapshot's _mamba_block_aligned_split (reference §6) as a pure function: the
+// tokens a prefill chunk of `num_new_tokens` starting at `start` may schedule, for a request of
+// `num_tokens` known tokens (`num_prompt_tokens` of prompt) and Mamba block `B`. A chunk that
+// stays short of the last cacheable boundary is rounded down to whole blocks (kept unaligned
+// only when a block exceeds `chunk_limit`, the most a step can give one request); one that
+// crosses it stops there; decoding is never split. This is the only copy of the rule: the
+// manager applies it, and scheduler tests drive their fake allocator with it.
+int64_t ClassicMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t num_tokens,
+                                 int64_t num_prompt_tokens, int64_t B, bool use_eagle,
+                                 int64_t chunk_limit);
 
 // The latest snapshot's _mamba_block_aligned_split (step-log §9) as a pure function: the
 // tokens a prefill chunk of `num_new_tokens` starting at `start` may schedule, for a request
@@ -209,9 +220,15 @@ class KvCacheManager {
   // `num_in_flight_tokens` [latest]: tokens of num_computed_tokens scheduled but not yet
   // processed (async scheduling); out-of-window blocks are freed only up to the processed
   // tokens (classic frees up to num_computed_tokens).
+  // A connector's load: `num_external_computed_tokens` more tokens after the hit get slots as
+  // if computed (their KV is copied in); with `delay_cache_blocks` nothing is cached now
+  // (CacheBlocks once the load is done). `reserved_blocks` [latest]: free blocks the
+  // allocation must leave to in-flight prefills (not counted by the whole-sequence check).
   bool AllocateSlots(RequestHandle h, int64_t num_computed_tokens, int64_t num_new_tokens,
                      int64_t num_new_computed_tokens = 0, int64_t num_lookahead_tokens = 0,
-                     bool full_sequence_must_fit = false, int64_t num_in_flight_tokens = 0);
+                     bool full_sequence_must_fit = false, int64_t num_in_flight_tokens = 0,
+                     int64_t num_external_computed_tokens = 0, bool delay_cache_blocks = false,
+                     int64_t reserved_blocks = 0);
 
   // vLLM's cache_blocks(request, num_tokens): caches the request's full blocks up to
   // min(num_tokens, its appended tokens). AllocateSlots does this for the tokens it covers;
@@ -258,6 +275,9 @@ class KvCacheManager {
   const BlockPool& pool() const { return pool_; }
   BlockPool& mutable_pool() { return pool_; }
   const PrefixCacheStats& stats() const { return stats_; }
+  // Blocks the request needs beyond those it holds for all its tokens (capped at
+  // max_model_len): vLLM's _request_remaining_blocks.
+  int64_t RemainingBlocks(RequestHandle h) const;
   // Blocks a fresh request of `num_tokens` tokens needs with no hit (admission math only).
   int64_t BlocksNeededFresh(int64_t num_tokens) const;
   // Drops the whole prefix cache; only when no request holds blocks (true on success).

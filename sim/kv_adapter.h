@@ -25,9 +25,17 @@ class KvAdapter : public IKvAllocator {
     // The manager has no watermark (vLLM's default watermark is 0).
     return mgr_->AllocateSlots(r.kv_handle, r.num_computed_tokens, a.num_new_tokens,
                                a.num_new_computed_tokens, a.num_lookahead_tokens,
-                               a.full_sequence_must_fit);
+                               a.full_sequence_must_fit, /*num_in_flight_tokens=*/0,
+                               a.num_external_computed_tokens, a.delay_cache_blocks,
+                               a.reserved_blocks);
   }
   void Free(const SimRequest& r) override { mgr_->Free(r.kv_handle); }
+  void CacheBlocks(const SimRequest& r, int64_t num_tokens) override {
+    mgr_->CacheBlocks(r.kv_handle, num_tokens);
+  }
+  int64_t RemainingBlocks(const SimRequest& r) override {
+    return mgr_->RemainingBlocks(r.kv_handle);
+  }
 
  private:
   KvCacheManager* mgr_;

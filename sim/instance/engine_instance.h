@@ -47,8 +47,11 @@ class EngineInstance {
   // manager a new step starts (a Mamba hit on a state cached in this step then waits a step).
   void Decide(StepPlan& plan) {
     mgr_.NewStepStarts();
-    Schedule(params_, state_, adapter_, plan);
+    Schedule(params_, state_, adapter_, plan, connector_);
   }
+
+  // A KV connector (the CPU offloading tier) the scheduler consults; null = none.
+  void set_connector(IKvConnector* connector) { connector_ = connector; }
 
   // Applies the outputs of the step `plan` decided, then releases the requests that finished
   // (ApplyTokens followed by ReleaseFinished; drivers that measure the pool between the two
@@ -105,8 +108,8 @@ class EngineInstance {
     bool any_running = false;
     for (SimRequest* r : finished) {
       if (r->status == RequestStatus::kFinishedPreempted) {
-        auto& w = state_.waiting;
-        w.erase(std::remove(w.begin(), w.end(), r), w.end());
+        for (auto* w : {&state_.waiting, &state_.skipped_waiting})
+          w->erase(std::remove(w->begin(), w->end(), r), w->end());
         r->status = RequestStatus::kFinished;
       } else {
         any_running = true;
@@ -123,8 +126,8 @@ class EngineInstance {
 
   // Removes a request that is still WAITING and was never admitted (a driver's rejection).
   void Drop(SimRequest* r) {
-    auto& w = state_.waiting;
-    w.erase(std::remove(w.begin(), w.end(), r), w.end());
+    for (auto* w : {&state_.waiting, &state_.skipped_waiting})
+      w->erase(std::remove(w->begin(), w->end(), r), w->end());
     mgr_.RemoveRequest(r->kv_handle);
     r->kv_handle = -1;
   }
@@ -133,13 +136,16 @@ class EngineInstance {
   const SchedulerParams& params() const { return params_; }
   const KvCacheManager& kv() const { return mgr_; }
   KvCacheManager& mutable_kv() { return mgr_; }
-  bool idle() const { return state_.running.empty() && state_.waiting.empty(); }
+  bool idle() const {
+    return state_.running.empty() && state_.waiting.empty() && state_.skipped_waiting.empty();
+  }
 
  private:
   KvCacheManager mgr_;
   KvAdapter adapter_;
   SchedulerParams params_;
   SchedulerState state_;
+  IKvConnector* connector_ = nullptr;
   std::vector<TokenId> tokens_;
 };
 

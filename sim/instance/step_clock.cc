@@ -111,6 +111,39 @@ std::string RecordJson(const StepRecord& r, const RequestNames& names) {
   if (r.t_start_ns >= 0) {
     out += fmt::format(", \"t_start_ns\": {}, \"t_end_ns\": {}", r.t_start_ns, r.t_end_ns);
   }
+  if (r.has_offload) {
+    out += ", \"kv_admitted\": [";
+    for (size_t i = 0; i < r.kv_admitted.size(); ++i) {
+      if (i) out += ", ";
+      out += '[';
+      names.Append(out, r.kv_admitted[i].request);
+      out += fmt::format(", {}, {}]", r.kv_admitted[i].gpu_hit, r.kv_admitted[i].cpu_hit);
+    }
+    out += "], \"loading\": ";
+    AppendIdList(out, r.loading, names);
+    auto blocks = [&](const char* key, const std::vector<StepRecord::CpuBlocks>& v) {
+      out += fmt::format(", \"{}\": [", key);
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (i) out += ", ";
+        out += '[';
+        names.Append(out, v[i].request);
+        out += fmt::format(", [{}]]", fmt::join(v[i].block_indices, ", "));
+      }
+      out += ']';
+    };
+    blocks("cpu_loads", r.cpu_loads);
+    blocks("cpu_stores", r.cpu_stores);
+    out += ", \"cpu_evicted\": [";
+    for (size_t i = 0; i < r.cpu_evicted.size(); ++i) {
+      if (i) out += ", ";
+      std::string name;
+      names.Append(name, r.cpu_evicted[i].request);  // "rid" with its quotes
+      name.insert(name.size() - 1, fmt::format("#{}", r.cpu_evicted[i].block_index));
+      out += name;
+    }
+    out += fmt::format("], \"cpu_blocks_used\": {}, \"cpu_blocks_ready\": {}", r.cpu_blocks_used,
+                       r.cpu_blocks_ready);
+  }
   out += '}';
   return out;
 }
@@ -215,9 +248,21 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     sim[i].max_output_tokens = requests[i].max_tokens;
   }
   const bool async = config.sched.async_scheduling;
-  EngineInstance inst(config.kv, config.sched);
+  SchedulerParams sched = config.sched;
+  if (config.offload) {
+    if (Status s = config.offload->Validate(); !s.ok()) return s;
+    sched.reserve_for_inflight_prefills = config.offload->semantics == VllmSemantics::kLatest;
+  }
+  EngineInstance inst(config.kv, sched);
+  std::unique_ptr<OffloadDriver> offload;
+  if (config.offload) {
+    offload = std::make_unique<OffloadDriver>(*config.offload, &inst.kv(), config.xfer_timing);
+    inst.set_connector(offload.get());
+  }
   StepClockSummary summary;
+  summary.has_offload = offload != nullptr;
   summary.per_request.resize(n);
+  std::vector<SimRequest*> finished_since_decision;  // for the tier's store visit (latest)
 
   struct Pending {
     StepRecord record;
@@ -247,7 +292,44 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
       record.finished.push_back(static_cast<int32_t>(r->id));
       summary.per_request[static_cast<size_t>(r->id)].finish_step = record.step;
       --unfinished;
+      if (offload) {
+        offload->RequestFinished(*r);
+        finished_since_decision.push_back(r);
+      }
     }
+    if (offload) {
+      offload->ApplyOutput(record.step);
+      record.cpu_blocks_used = offload->num_cpu_blocks_used();
+      record.cpu_blocks_ready = offload->num_cpu_blocks_ready();
+    }
+  };
+  // One decision of the tier's side: stores planned, flushes, what started.
+  auto offload_decision = [&](const StepPlan& p, StepRecord* record) {
+    OffloadStepRecord o = offload->EndDecision(p, finished_since_decision);
+    finished_since_decision.clear();
+    if (record == nullptr) return;
+    record->has_offload = true;
+    for (const ConnectorAdmission& a : p.connector_admitted) {
+      const auto id = static_cast<int32_t>(a.req->id);
+      record->kv_admitted.push_back({id, a.gpu_hit_tokens, a.external_hit_tokens});
+      StepRequestSummary& s = summary.per_request[static_cast<size_t>(id)];
+      if (a.req->num_preemptions > 0) {
+        s.resume_gpu_hit_tokens.push_back(a.gpu_hit_tokens);
+        s.resume_cpu_hit_tokens.push_back(a.external_hit_tokens);
+      } else {
+        s.gpu_hit_tokens = a.gpu_hit_tokens;
+        s.cpu_hit_tokens = a.external_hit_tokens;
+      }
+    }
+    for (const SimRequest* r : inst.state().skipped_waiting)
+      if (r->status == RequestStatus::kWaitingForRemoteKvs)
+        record->loading.push_back(static_cast<int32_t>(r->id));
+    for (auto& l : o.loads)
+      record->cpu_loads.push_back({static_cast<int32_t>(l.request), std::move(l.block_indices)});
+    for (auto& st : o.stores)
+      record->cpu_stores.push_back({static_cast<int32_t>(st.request), std::move(st.block_indices)});
+    for (const auto& e : o.evicted)
+      record->cpu_evicted.push_back({static_cast<int32_t>(e.request), e.block_index});
   };
   auto emit = [&](const StepRecord& record) {
     ++summary.steps;
@@ -258,7 +340,16 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
   while (true) {
     if (unfinished == 0) {
       if (next == n) break;
-      step = std::max(step, requests[static_cast<size_t>(order[next])].arrival_step);
+      const int64_t arrival = requests[static_cast<size_t>(order[next])].arrival_step;
+      if (offload && arrival > step && (offload->busy() || !finished_since_decision.empty())) {
+        // vLLM's engine makes one more decision for the requests that just finished; with
+        // nothing tracked left unfinished the connector flushes every copy. No record.
+        offload->BeginDecision(step);
+        inst.Decide(plan);
+        offload_decision(plan, nullptr);
+        offload->ApplyOutput(step);
+      }
+      step = std::max(step, arrival);
     }
     while (next < n && requests[static_cast<size_t>(order[next])].arrival_step <= step) {
       const auto i = static_cast<size_t>(order[next]);
@@ -270,6 +361,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
       return Status::Error("stuck", fmt::format("more than {} steps", config.max_steps));
     }
 
+    if (offload) offload->BeginDecision(step);
     inst.Decide(plan);
     StepRecord record;
     record.step = step;
@@ -296,8 +388,9 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     }
     record.num_free_blocks = inst.kv().num_free_blocks();
     record.running = static_cast<int64_t>(inst.state().running.size());
-    record.waiting = static_cast<int64_t>(inst.state().waiting.size());
+    record.waiting = inst.state().num_waiting();
     record.num_scheduled_tokens = plan.num_scheduled_tokens;
+    if (offload) offload_decision(plan, &record);
 
     bool in_flight = false;
     if (async) {
@@ -316,12 +409,16 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     const StepPlan& decided = async ? pending->plan : plan;
     bool decided_samples = false;
     for (const ScheduledChunk& c : decided.scheduled) decided_samples |= c.samples;
+    const bool tier_pending =
+        offload && (offload->busy() || !decided.connector_admitted.empty());
     if (decided.scheduled.empty() && decided.preempted.empty() && !in_flight &&
-        !decided_samples && next == n && unfinished > 0) {
+        !decided_samples && !tier_pending && next == n && unfinished > 0) {
       // Nothing ran, nothing is in flight and nothing else will arrive: the head of WAITING
       // can never be admitted (vLLM would spin forever).
-      const SimRequest* head =
-          inst.state().waiting.empty() ? nullptr : inst.state().waiting.front();
+      const auto& st = inst.state();
+      const SimRequest* head = !st.skipped_waiting.empty() ? st.skipped_waiting.front()
+                               : st.waiting.empty()        ? nullptr
+                                                           : st.waiting.front();
       return Status::Error(
           "stuck",
           fmt::format("step {}: request '{}' can never be scheduled ({} tokens; {} usable blocks "
@@ -356,9 +453,17 @@ std::string StepSummaryJson(const StepClockSummary& s, const std::vector<StepReq
     if (i) out += ", ";
     AppendJsonString(out, requests[i].id);
     out += fmt::format(": {{\"hit_tokens\": {}, \"resume_hit_tokens\": [{}], "
-                       "\"first_token_step\": {}, \"finish_step\": {}, \"num_preemptions\": {}}}",
+                       "\"first_token_step\": {}, \"finish_step\": {}, \"num_preemptions\": {}",
                        p.hit_tokens, fmt::join(p.resume_hit_tokens, ", "), p.first_token_step,
                        p.finish_step, p.num_preemptions);
+    if (s.has_offload) {
+      out += fmt::format(", \"gpu_hit_tokens\": {}, \"cpu_hit_tokens\": {}, "
+                         "\"resume_gpu_hit_tokens\": [{}], \"resume_cpu_hit_tokens\": [{}]",
+                         p.gpu_hit_tokens, p.cpu_hit_tokens,
+                         fmt::join(p.resume_gpu_hit_tokens, ", "),
+                         fmt::join(p.resume_cpu_hit_tokens, ", "));
+    }
+    out += '}';
   }
   out += "}}";
   return out;

@@ -10,15 +10,23 @@
 // none is, the clock jumps to the next arrival. A step samples token 1000000 + k for every
 // request whose chunk reaches its known tokens. Sync: decide k, apply k. Async: decide k+1,
 // then apply k (the record of step k is complete then).
+//
+// With a CPU offloading tier (step-log.md §8, sim/instance/offload_driver.h) each decision
+// also plans the tier's stores; loads and stores are reported finished with the outputs of a
+// later step (--xfer-timing). When nothing is unfinished but copies are still in flight, the
+// clock makes vLLM's "flush" decision (no record) before it jumps to the next arrival.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/kv_cache_manager.h"
+#include "core/offload/offload_connector.h"
 #include "core/status.h"
+#include "sim/instance/offload_driver.h"
 #include "sim/scheduler/scheduler.h"
 
 namespace kvsim {
@@ -41,6 +49,9 @@ Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path, int64
 struct StepClockConfig {
   KvCacheManagerConfig kv;  // one full-attention group at the scheduler's block size, usually
   SchedulerParams sched;    // sched.async_scheduling picks the clock's mode
+  // vLLM's CPU offloading tier (step-log.md §8); nullopt = none. Its semantics follow kv's.
+  std::optional<OffloadConnectorConfig> offload;
+  XferTiming xfer_timing = XferTiming::kInstant;
   int64_t max_steps = int64_t{1} << 31;  // a bound, not a knob: a run past it is an error
 };
 
@@ -64,17 +75,45 @@ struct StepRecord {
   // `kvsim run --step-log` only (-1 = not written): the step's simulated start and end.
   int64_t t_start_ns = -1;
   int64_t t_end_ns = -1;
+
+  // With a CPU tier (step-log.md §8), from the decision ...
+  struct KvAdmitted {
+    int32_t request = 0;
+    int64_t gpu_hit = 0;
+    int64_t cpu_hit = 0;
+  };
+  struct CpuBlocks {
+    int32_t request = 0;
+    std::vector<int64_t> block_indices;
+  };
+  struct CpuEvicted {
+    int32_t request = 0;  // the request whose store first put the block in the tier
+    int64_t block_index = 0;
+  };
+  bool has_offload = false;
+  std::vector<KvAdmitted> kv_admitted;  // admission order
+  std::vector<int32_t> loading;         // waiting for a load after the decision, queue order
+  std::vector<CpuBlocks> cpu_loads, cpu_stores;
+  std::vector<CpuEvicted> cpu_evicted;
+  // ... and after the step's outputs are applied.
+  int64_t cpu_blocks_used = 0;
+  int64_t cpu_blocks_ready = 0;
 };
 
 struct StepRequestSummary {
   int64_t hit_tokens = -1;               // at first admission
   std::vector<int64_t> resume_hit_tokens;
+  // With a CPU tier: the GPU and CPU parts of the lookup at first admission and at each resume.
+  int64_t gpu_hit_tokens = -1;
+  int64_t cpu_hit_tokens = -1;
+  std::vector<int64_t> resume_gpu_hit_tokens, resume_cpu_hit_tokens;
   int64_t first_token_step = -1;
   int64_t finish_step = -1;
   int32_t num_preemptions = 0;
 };
 
 struct StepClockSummary {
+  bool has_offload = false;
   int64_t steps = 0;  // records written
   int64_t total_preemptions = 0;
   int64_t last_step = -1;

@@ -19,6 +19,9 @@
 //    could give the request. Allocators without Mamba `align` groups return `n`.
 //  * Free releases all of the request's blocks (in reverse order); called on preemption and
 //    when a request finishes.
+//  * External (connector) tokens: AllocateSlots with num_external_computed_tokens = e > 0
+//    reserves slots for hit + e tokens (plus the chunk); delay_cache_blocks leaves them
+//    uncached until CacheBlocks is called once the load is done.
 // The scheduler calls these in vLLM's order and never looks at blocks itself.
 #pragma once
 
@@ -32,6 +35,11 @@ struct AllocateArgs {
   int64_t num_new_tokens = 0;
   int64_t num_new_computed_tokens = 0;  // prefix-hit tokens being added (new admissions)
   int64_t num_lookahead_tokens = 0;     // spec-decode slots beyond the scheduled tokens
+  // A connector's hit beyond the GPU hit (tokens to be loaded): slots are allocated for them
+  // too; with delay_cache_blocks nothing is cached until the load is done (CacheBlocks).
+  int64_t num_external_computed_tokens = 0;
+  bool delay_cache_blocks = false;
+  int64_t reserved_blocks = 0;          // [latest] free blocks this allocation must leave alone
   bool full_sequence_must_fit = false;
   bool apply_watermark = false;
 };
@@ -49,6 +57,18 @@ class IKvAllocator {
                              int64_t shared_prefix_tokens, int64_t chunk_limit) = 0;
   virtual bool AllocateSlots(const SimRequest& req, const AllocateArgs& args) = 0;
   virtual void Free(const SimRequest& req) = 0;
+  // cache_blocks(request, num_tokens): caches the request's full blocks up to num_tokens (a
+  // request promoted after its connector load). Allocators without a prefix cache ignore it.
+  virtual void CacheBlocks(const SimRequest& req, int64_t num_tokens) {
+    (void)req;
+    (void)num_tokens;
+  }
+  // Blocks the request still needs, beyond those it holds, for its whole known sequence
+  // ([latest] _request_remaining_blocks, for the async-load reservation).
+  virtual int64_t RemainingBlocks(const SimRequest& req) {
+    (void)req;
+    return 0;
+  }
 };
 
 }  // namespace kvsim

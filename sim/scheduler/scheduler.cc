@@ -28,6 +28,30 @@ void Preempt(SimRequest* r, SchedulerState& state, SchedulingPolicy policy, IKvA
   }
 }
 
+// [latest] _inflight_prefill_reserved_blocks, during the waiting pass: the blocks that
+// requests loading from a connector and running requests still prefilling (admitted with a
+// partial chunk, this step or earlier) need for their whole sequence.
+int64_t InflightPrefillReservedBlocks(const SchedulerState& state, const StepPlan& plan,
+                                      const std::vector<SimRequest*>& set_aside,
+                                      IKvAllocator& kv) {
+  int64_t reserved = 0;
+  for (SimRequest* r : state.skipped_waiting)
+    if (r->status == RequestStatus::kWaitingForRemoteKvs) reserved += kv.RemainingBlocks(*r);
+  for (SimRequest* r : set_aside)
+    if (r->status == RequestStatus::kWaitingForRemoteKvs) reserved += kv.RemainingBlocks(*r);
+  for (SimRequest* r : state.running) {
+    bool prefilling = r->is_prefill_chunk;
+    for (const ScheduledChunk& c : plan.scheduled) {
+      if (c.req == r && c.new_admission) {
+        prefilling = c.num_computed_before + c.num_tokens < r->known_tokens();
+        break;
+      }
+    }
+    if (prefilling) reserved += kv.RemainingBlocks(*r);
+  }
+  return reserved;
+}
+
 }  // namespace
 
 void SchedulerState::AddWaiting(SimRequest* r, SchedulingPolicy policy) {
@@ -39,31 +63,11 @@ void SchedulerState::AddWaiting(SimRequest* r, SchedulingPolicy policy) {
   waiting.insert(it, r);
 }
 
-int64_t MambaAlignedSplit(int64_t start, int64_t n, int64_t num_tokens, int64_t block_size,
-                          bool eagle, int64_t limit) {
-  const int64_t b = block_size;
-  int64_t last_cache = num_tokens - num_tokens % b;
-  if (eagle) last_cache = std::max<int64_t>(last_cache - b, 0);
-  const int64_t end = start + n;
-  if (end < last_cache) {
-    // The chunk does not reach the last cacheable boundary: it must end on a block boundary.
-    int64_t aligned = (start % b != 0) ? std::min(end, (start / b + 1) * b) : end / b * b;
-    if (aligned % b != 0) aligned = aligned / b * b;  // a mid-block start that cannot finish
-    if (aligned <= start) {
-      // Rounding would make the chunk empty. If a block is larger than what a step can ever
-      // give, the request would starve, so vLLM keeps the unaligned chunk; otherwise wait.
-      return b > limit ? n : 0;
-    }
-    return aligned - start;
-  }
-  if (start < last_cache && last_cache < end) return last_cache - start;  // cache the boundary
-  return n;  // the tail after the last boundary
-}
-
 void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
-              StepPlan& plan) {
+              StepPlan& plan, IKvConnector* connector) {
   plan.scheduled.clear();
   plan.preempted.clear();
+  plan.connector_admitted.clear();
   plan.num_scheduled_tokens = 0;
   int64_t budget = p.max_num_batched_tokens;
   const bool fcfs = p.policy == SchedulingPolicy::kFcfs;
@@ -140,44 +144,116 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
 
   // 2. WAITING, only in a step without preemptions.
   if (plan.preempted.empty()) {
-    while (!state.waiting.empty() && budget > 0) {
+    // Requests set aside in this step, in the order they were visited; they go back to the
+    // front of skipped-waiting (vLLM's step_skipped_waiting, merged by prepend_requests).
+    std::vector<SimRequest*> set_aside;
+    auto pick_queue = [&]() -> std::deque<SimRequest*>& {
+      if (state.skipped_waiting.empty()) return state.waiting;
+      if (state.waiting.empty() || fcfs) return state.skipped_waiting;
+      return HigherPriority(state.waiting.front(), state.skipped_waiting.front())
+                 ? state.waiting
+                 : state.skipped_waiting;
+    };
+    while ((!state.waiting.empty() || !state.skipped_waiting.empty()) && budget > 0) {
       if (static_cast<int64_t>(state.running.size()) >= p.max_num_seqs) break;
-      SimRequest* r = state.waiting.front();
-      KVSIM_DCHECK(r->num_computed_tokens == 0);
-      const PrefixHitInfo hit_info = kv.FindPrefixHit(*r);
-      const int64_t hit = hit_info.tokens;
-      KVSIM_CHECK(hit >= 0 && hit < r->num_tokens);
-      int64_t n = r->num_tokens - hit;
-      if (p.long_prefill_token_threshold > 0) n = std::min(n, p.long_prefill_token_threshold);
-      if (!p.enable_chunked_prefill && n > budget) break;
-      n = std::min(n, budget);
-      if (p.mamba_align_split && r->num_output_tokens == 0) {
-        n = kv.AlignChunk(*r, hit, n, hit_info.shared_prefix_tokens, chunk_limit);
-        if (n == 0) break;
+      std::deque<SimRequest*>& queue = pick_queue();
+      SimRequest* r = queue.front();
+      if (r->status == RequestStatus::kWaitingForRemoteKvs) {
+        if (connector == nullptr || !connector->LoadFinished(*r)) {
+          queue.pop_front();
+          set_aside.push_back(r);
+          continue;
+        }
+        // Promotion (_update_waiting_for_remote_kv): the loaded blocks join the prefix cache;
+        // a load that covered every token leaves one to recompute, to sample from.
+        kv.CacheBlocks(*r, r->num_computed_tokens);
+        if (r->num_computed_tokens == r->num_tokens) r->num_computed_tokens = r->num_tokens - 1;
+        r->status = r->num_preemptions > 0 ? RequestStatus::kPreempted : RequestStatus::kWaiting;
+      }
+      int64_t local_hit = 0;        // tokens found in the GPU prefix cache now
+      int64_t external = 0;         // the connector's tokens beyond them
+      int64_t shared_prefix = 0;
+      int64_t computed = r->num_computed_tokens;  // > 0 only for a promoted load
+      const bool looked_up = computed == 0;
+      if (looked_up) {
+        const PrefixHitInfo hit_info = kv.FindPrefixHit(*r);
+        local_hit = hit_info.tokens;
+        shared_prefix = hit_info.shared_prefix_tokens;
+        KVSIM_CHECK(local_hit >= 0 && local_hit < r->num_tokens);
+        if (connector != nullptr) {
+          const ExternalHit ext = connector->MatchedTokens(*r, local_hit);
+          if (ext.deferred) {
+            queue.pop_front();
+            set_aside.push_back(r);
+            continue;
+          }
+          external = ext.tokens;
+          KVSIM_CHECK(external >= 0 && local_hit + external <= r->num_tokens);
+        }
+        computed = local_hit + external;
+      }
+      const bool load_async = external > 0;
+      int64_t n = 0;
+      if (!load_async) {
+        n = r->num_tokens - computed;
+        if (p.long_prefill_token_threshold > 0) n = std::min(n, p.long_prefill_token_threshold);
+        if (!p.enable_chunked_prefill && n > budget) break;
+        n = std::min(n, budget);
+        if (p.mamba_align_split && r->num_output_tokens == 0) {
+          n = kv.AlignChunk(*r, computed, n, shared_prefix, chunk_limit);
+          if (n == 0) break;
+        }
       }
       AllocateArgs args;
       args.num_new_tokens = n;
-      args.num_new_computed_tokens = hit;
+      args.num_new_computed_tokens = local_hit;
+      args.num_external_computed_tokens = external;
+      args.delay_cache_blocks = load_async;
       args.num_lookahead_tokens = 0;  // no speculation while prefilling a new admission
       args.full_sequence_must_fit = p.full_sequence_must_fit;
       args.apply_watermark = !state.running.empty();
+      if (load_async && p.reserve_for_inflight_prefills) {
+        args.reserved_blocks = InflightPrefillReservedBlocks(state, plan, set_aside, kv);
+      }
       if (!kv.AllocateSlots(*r, args)) break;  // head-of-line blocking
-      state.waiting.pop_front();
+      if (connector != nullptr) {
+        connector->AfterAlloc(*r, local_hit, external);
+        if (looked_up) plan.connector_admitted.push_back({r, local_hit, external});
+      }
+      queue.pop_front();
+      if (load_async) {
+        r->status = RequestStatus::kWaitingForRemoteKvs;
+        r->num_computed_tokens = computed;
+        set_aside.push_back(r);
+        continue;
+      }
       state.running.push_back(r);
       const bool resumed = r->status == RequestStatus::kPreempted;
       r->status = RequestStatus::kRunning;
-      r->num_computed_tokens = hit;
-      if (r->num_cached_tokens < 0) r->num_cached_tokens = hit;
+      r->num_computed_tokens = computed;
+      if (r->num_cached_tokens < 0) r->num_cached_tokens = computed;
       ScheduledChunk c;
       c.req = r;
       c.num_tokens = n;
-      c.num_computed_before = hit;
-      c.hit_tokens = hit;
+      c.num_computed_before = computed;
+      c.hit_tokens = computed;
       c.new_admission = true;
       c.resumed = resumed;
       plan.scheduled.push_back(c);
       plan.num_scheduled_tokens += n;
       budget -= n;
+    }
+    if (!set_aside.empty()) {
+      if (fcfs) {
+        state.skipped_waiting.insert(state.skipped_waiting.begin(), set_aside.begin(),
+                                     set_aside.end());
+      } else {
+        for (SimRequest* r : set_aside) {
+          auto it = std::upper_bound(state.skipped_waiting.begin(), state.skipped_waiting.end(),
+                                     r, HigherPriority);
+          state.skipped_waiting.insert(it, r);
+        }
+      }
     }
   }
 
@@ -186,6 +262,7 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
     SimRequest* r = c.req;
     r->num_computed_tokens += c.num_tokens;
     c.samples = r->num_computed_tokens >= r->known_tokens();  // drafts lie beyond it
+    r->is_prefill_chunk = r->num_computed_tokens < r->known_tokens();
     if (p.async_scheduling && c.samples) ++r->num_output_placeholders;
   }
 }

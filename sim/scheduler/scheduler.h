@@ -12,10 +12,15 @@
 //     largest (priority, arrival)), refunding a victim already scheduled this step, until the
 //     allocation succeeds or the victim is the request itself (then stop the running pass).
 //  2. WAITING requests, only when nothing was preempted this step, while budget remains and
-//     fewer than max_num_seqs run: prefix lookup, n = min(remaining prompt, threshold,
-//     budget) (no chunked prefill: stop if it does not fit), Mamba split, allocate with the
-//     full-prompt check; on failure stop (head-of-line blocking); on success the request
-//     joins RUNNING with num_computed_tokens = hit.
+//     fewer than max_num_seqs run, taking the head of skipped-waiting before WAITING (FCFS):
+//     a request whose connector load is still in flight, or whose connector lookup is
+//     deferred, is set aside for this step; a finished load is promoted (its loaded blocks
+//     cached, a full hit recomputes its last token) and scheduled from there. Otherwise:
+//     prefix lookup (+ the connector's hit e), n = min(remaining prompt, threshold, budget)
+//     (no chunked prefill: stop if it does not fit), Mamba split, allocate with the
+//     full-prompt check; on failure stop (head-of-line blocking); e > 0: the request waits
+//     for its load (not scheduled, no budget); else it joins RUNNING with
+//     num_computed_tokens = hit.
 //  3. num_computed_tokens += n for every scheduled request; a chunk that reaches the request's
 //     known tokens samples (async: it adds an output placeholder).
 // Preemption is by recompute: blocks freed, num_computed_tokens = 0, drafts dropped, the
@@ -27,6 +32,7 @@
 #include <vector>
 
 #include "sim/scheduler/i_kv_allocator.h"
+#include "sim/scheduler/i_kv_connector.h"
 #include "sim/scheduler/sim_request.h"
 
 namespace kvsim {
@@ -51,14 +57,24 @@ struct SchedulerParams {
   // are applied. A running request then wants its in-flight tokens too
   // (num_output_placeholders), and one whose final token is in flight is skipped.
   bool async_scheduling = false;
+  // [latest] with a connector: an admission that starts an asynchronous load must leave the
+  // blocks in-flight prefills still need free (_inflight_prefill_reserved_blocks).
+  bool reserve_for_inflight_prefills = false;
 };
 
 struct SchedulerState {
   std::vector<SimRequest*> running;  // admission order
   std::deque<SimRequest*> waiting;   // FCFS order (PRIORITY: kept sorted)
+  // vLLM's skipped_waiting: requests set aside by an earlier step (a connector lookup that was
+  // deferred, a load in flight). FCFS serves it before `waiting`; PRIORITY compares the heads.
+  // Requests skipped in a step go to its front, in the order they were skipped.
+  std::deque<SimRequest*> skipped_waiting;
 
   // Adds a new request to WAITING (FCFS: at the back; PRIORITY: in priority order).
   void AddWaiting(SimRequest* r, SchedulingPolicy policy);
+  int64_t num_waiting() const {
+    return static_cast<int64_t>(waiting.size() + skipped_waiting.size());
+  }
 };
 
 struct ScheduledChunk {
@@ -72,23 +88,27 @@ struct ScheduledChunk {
   bool samples = false;             // the chunk reaches the known tokens: one token is sampled
 };
 
+// A request allocated after a connector lookup in this step (new or resumed), in admission
+// order: `external_hit_tokens` > 0 means it now waits for its load and is not in `scheduled`.
+struct ConnectorAdmission {
+  SimRequest* req = nullptr;
+  int64_t gpu_hit_tokens = 0;
+  int64_t external_hit_tokens = 0;
+};
+
 struct StepPlan {
   std::vector<ScheduledChunk> scheduled;  // running requests first, then admissions
   std::vector<SimRequest*> preempted;
+  std::vector<ConnectorAdmission> connector_admitted;  // only with a connector
   int64_t num_scheduled_tokens = 0;
   bool empty() const { return scheduled.empty(); }
 };
 
-// Mamba `align` split (reference §6), the rule allocators apply in AlignChunk: the tokens to schedule for a prefill chunk that starts
-// at `start` (computed + hit) and wants `n`, for a request of `num_tokens` tokens and block B.
-// `limit` is the most the step could give this request (for the empty-chunk exception).
-int64_t MambaAlignedSplit(int64_t start, int64_t n, int64_t num_tokens, int64_t block_size,
-                          bool eagle, int64_t limit);
-
-// One scheduler step. Mutates `state` and the requests' counters, calls `kv`, fills `plan`
-// (cleared first; its vectors keep their capacity, so the engine's steps do not allocate).
+// One scheduler step. Mutates `state` and the requests' counters, calls `kv` (and
+// `connector`, when given), fills `plan` (cleared first; its vectors keep their capacity, so
+// the engine's steps do not allocate).
 void Schedule(const SchedulerParams& params, SchedulerState& state, IKvAllocator& kv,
-              StepPlan& plan);
+              StepPlan& plan, IKvConnector* connector = nullptr);
 inline StepPlan Schedule(const SchedulerParams& params, SchedulerState& state,
                          IKvAllocator& kv) {
   StepPlan plan;

@@ -13,8 +13,17 @@ namespace kvsim {
 using RequestId = int64_t;
 
 // kFinishedPreempted: finished by a token that was in flight when it was preempted (async);
-// it is still in WAITING until the instance releases it.
-enum class RequestStatus : uint8_t { kWaiting, kRunning, kPreempted, kFinished, kFinishedPreempted };
+// it is still in WAITING until the instance releases it. kWaitingForRemoteKvs: admitted with
+// an external (CPU-tier) hit whose load has not been reported finished; it holds its blocks
+// and sits in the skipped-waiting queue, not in RUNNING.
+enum class RequestStatus : uint8_t {
+  kWaiting,
+  kRunning,
+  kPreempted,
+  kFinished,
+  kFinishedPreempted,
+  kWaitingForRemoteKvs,
+};
 
 constexpr std::string_view RequestStatusName(RequestStatus s) {
   switch (s) {
@@ -23,6 +32,7 @@ constexpr std::string_view RequestStatusName(RequestStatus s) {
     case RequestStatus::kPreempted: return "preempted";
     case RequestStatus::kFinished: return "finished";
     case RequestStatus::kFinishedPreempted: return "finished";
+    case RequestStatus::kWaitingForRemoteKvs: return "waiting_for_remote_kvs";
   }
   return "?";
 }
@@ -44,6 +54,9 @@ struct SimRequest {
   // num_output_placeholders). They count as known tokens for scheduling, not in num_tokens.
   int64_t num_output_placeholders = 0;
   int64_t num_cached_tokens = -1;   // prefix hit at the first admission (-1: not admitted yet)
+  // The last scheduled chunk stopped short of the known tokens (vLLM's is_prefill_chunk, set
+  // when a step's chunks are committed).
+  bool is_prefill_chunk = false;
   int32_t num_preemptions = 0;
   int32_t kv_handle = -1;           // the KV allocator's handle (opaque to the scheduler)
 

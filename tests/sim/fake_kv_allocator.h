@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/int_math.h"
+#include "core/kv_cache_manager.h"
 #include "sim/scheduler/i_kv_allocator.h"
 #include "sim/scheduler/scheduler.h"
 
@@ -25,11 +26,13 @@ class FakeKvAllocator : public IKvAllocator {
     const int64_t t = std::min(h, (r.num_tokens - 1) / block_size_ * block_size_);
     return {t, t};
   }
-  // The Mamba `align` rule of reference §6 when `mamba_align` is set.
+  // The production Mamba `align` rule (classic, core/kv_cache_manager.h) when `mamba_align`
+  // is set, so scheduler tests exercise the one copy of it.
   int64_t AlignChunk(const SimRequest& r, int64_t start, int64_t n, int64_t,
                      int64_t chunk_limit) override {
     if (!mamba_align) return n;
-    return MambaAlignedSplit(start, n, r.num_tokens, block_size_, eagle, chunk_limit);
+    return ClassicMambaAlignedSplit(start, n, r.num_tokens, r.num_prompt_tokens, block_size_,
+                                    eagle, chunk_limit);
   }
   bool AllocateSlots(const SimRequest& r, const AllocateArgs& a) override {
     calls.push_back({r.id, a});

@@ -1,0 +1,118 @@
+#include "sim/instance/offload_driver.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace kvsim {
+
+OffloadDriver::OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv,
+                             XferTiming timing)
+    : connector_(config), kv_(kv), timing_(timing) {}
+
+OffloadRequestView OffloadDriver::View(const SimRequest& r) const {
+  OffloadRequestView v;
+  v.id = r.id;
+  v.num_tokens = r.num_tokens;  // tokens in flight (async) are not known to the connector
+  v.num_prompt_tokens = r.num_prompt_tokens;
+  v.num_computed_tokens = r.num_computed_tokens;
+  // A released request keeps the keys the connector already derived from its hashes.
+  if (r.kv_handle >= 0) v.block_hashes = kv_->block_hashes(r.kv_handle);
+  return v;
+}
+
+ExternalHit OffloadDriver::MatchedTokens(const SimRequest& r, int64_t gpu_hit_tokens) {
+  unfinished_tracked_.insert(r.id);
+  const CpuHit hit = connector_.Lookup(View(r), gpu_hit_tokens);
+  return {hit.deferred, hit.tokens};
+}
+
+void OffloadDriver::AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int64_t ext_tokens) {
+  std::optional<LoadJob> job = connector_.OnAllocated(View(r), gpu_hit_tokens, ext_tokens);
+  if (!job) return;
+  // Started in this step's execution, reported with its output (or the next one's).
+  pending_.push_back({job->id, r.id, /*is_load=*/true,
+                      step_ + (timing_ == XferTiming::kNextStep ? 1 : 0)});
+  record_.loads.push_back({r.id, job->block_indices});
+}
+
+bool OffloadDriver::LoadFinished(const SimRequest& r) {
+  return finished_recving_.erase(r.id) != 0;
+}
+
+void OffloadDriver::BeginDecision(int64_t step) {
+  step_ = step;
+  record_ = OffloadStepRecord{};
+}
+
+OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
+                                             std::span<SimRequest* const> finished) {
+  // Preempted requests: their in-flight stores are waited for before this step runs.
+  for (const SimRequest* p : plan.preempted) {
+    for (PendingJob& j : pending_)
+      if (j.request == p->id && !j.is_load) j.output_step = std::min(j.output_step, step_);
+  }
+  // build_connector_meta → _build_store_jobs over the step's requests.
+  std::vector<StoreCandidate> candidates;
+  candidates.reserve(plan.scheduled.size() + finished.size());
+  for (const ScheduledChunk& c : plan.scheduled) {
+    StoreCandidate sc;
+    sc.req = View(*c.req);
+    sc.req.num_computed_tokens = c.num_computed_before;  // the chunk is not committed yet
+    sc.num_scheduled_tokens = c.num_tokens;
+    sc.kind = !c.new_admission ? StoreCandidate::Kind::kRunning
+              : c.resumed      ? StoreCandidate::Kind::kResumed
+                               : StoreCandidate::Kind::kNew;
+    candidates.push_back(sc);
+  }
+  if (connector_.config().semantics == VllmSemantics::kLatest) {
+    for (SimRequest* r : finished) {
+      if (!connector_.has_request(r->id)) continue;
+      StoreCandidate sc;
+      sc.req = View(*r);
+      sc.num_scheduled_tokens = 0;
+      sc.kind = StoreCandidate::Kind::kFinished;
+      candidates.push_back(sc);
+    }
+  }
+  const std::vector<const StoreCandidate*> order =
+      StoreVisitOrder(connector_.config().semantics, candidates);
+  std::vector<StoreFailure> failures;
+  std::vector<StoreJob> jobs = connector_.BuildStoreJobs(order, &failures);
+  record_.store_failures = static_cast<int64_t>(failures.size());
+  const int64_t store_output = step_ + 1 + (timing_ == XferTiming::kNextStep ? 1 : 0);
+  for (StoreJob& j : jobs) {
+    pending_.push_back({j.id, j.request, /*is_load=*/false, store_output});
+    for (const EvictedOffloadBlock& e : j.evicted)
+      record_.evicted.push_back({e.origin.request, e.origin.block_index});
+    record_.stores.push_back({j.request, std::move(j.block_indices)});
+  }
+  // No tracked request is unfinished: the connector flushes every job.
+  if (unfinished_tracked_.empty()) {
+    for (PendingJob& j : pending_) j.output_step = std::min(j.output_step, step_);
+  }
+  return std::move(record_);
+}
+
+void OffloadDriver::ApplyOutput(int64_t step) {
+  // Completions are reported in submission order.
+  auto done = [&](const PendingJob& j) { return j.output_step <= step; };
+  for (const PendingJob& j : pending_) {
+    if (!done(j)) continue;
+    connector_.CompleteJob(j.id);
+    if (j.is_load) {
+      const bool more = std::any_of(pending_.begin(), pending_.end(), [&](const PendingJob& o) {
+        return o.is_load && o.request == j.request && !done(o);
+      });
+      if (!more) finished_recving_.insert(j.request);
+    }
+  }
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(), done), pending_.end());
+}
+
+void OffloadDriver::RequestFinished(const SimRequest& r) {
+  unfinished_tracked_.erase(r.id);
+  connector_.RequestFinished(r.id);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,99 @@
+// OffloadDriver: vLLM's CPU offloading tier as a stepping scheduler sees it — the connector
+// (core/offload/offload_connector.h) behind the scheduler's IKvConnector seam, plus the worker
+// side reduced to *when* each copy is reported finished. `kvsim schedule` uses it (step-log.md
+// §8); it owns the connector and reads hashes from the instance's KV cache manager.
+//
+// Copy timing (`--xfer-timing`). A load planned by decision k starts in step k's execution; a
+// store planned by decision k is deferred by the worker and starts in step k + 1's. A copy is
+// reported finished in the output of the step that started it (kInstant) or of the step after
+// (kNextStep). The scheduler learns of it when that output is applied (ApplyOutput):
+//   - a finished load puts the request in finished_recving; the next decision promotes it;
+//   - a finished store makes its blocks ready (visible to lookups).
+// Flushes: vLLM's worker waits for a preempted request's in-flight stores before the step runs
+// (jobs_to_flush), and for every job when no tracked request is unfinished; such jobs are
+// reported in the output of the step whose decision flushed them.
+//
+// Per decision the driver records what the step log's §8 fields need: the connector
+// admissions (from the plan), the loads and stores started, the CPU blocks evicted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_set>
+#include <vector>
+
+#include "core/kv_cache_manager.h"
+#include "core/offload/offload_connector.h"
+#include "sim/scheduler/i_kv_connector.h"
+#include "sim/scheduler/scheduler.h"
+
+namespace kvsim {
+
+enum class XferTiming : uint8_t { kInstant, kNextStep };
+
+// The §8 fields a decision produced. Requests are SimRequest ids; evicted blocks name the
+// request that first stored them and the offloaded block's index in it ("rid#i").
+struct OffloadStepRecord {
+  struct Blocks {
+    int64_t request = 0;
+    std::vector<int64_t> block_indices;
+  };
+  struct Evicted {
+    int64_t request = 0;
+    int64_t block_index = 0;
+  };
+  std::vector<Blocks> loads;
+  std::vector<Blocks> stores;
+  std::vector<Evicted> evicted;
+  int64_t store_failures = 0;  // stores that found no room (retried next step)
+};
+
+class OffloadDriver : public IKvConnector {
+ public:
+  OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv, XferTiming timing);
+
+  // ---- IKvConnector (called by Schedule) ----
+  ExternalHit MatchedTokens(const SimRequest& r, int64_t gpu_hit_tokens) override;
+  void AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int64_t ext_tokens) override;
+  bool LoadFinished(const SimRequest& r) override;
+
+  // ---- The driver's protocol ----
+  // Before decision `step`: the step that loads and stores planned now belong to.
+  void BeginDecision(int64_t step);
+  // After the decision: plans the step's store jobs (build_connector_meta) for the scheduled
+  // requests of `plan` and, in latest, the requests in `finished` (finished since the previous
+  // decision); flushes preempted requests' stores and, when no tracked request is unfinished,
+  // every job. Returns what the decision started.
+  OffloadStepRecord EndDecision(const StepPlan& plan, std::span<SimRequest* const> finished);
+  // The output of step `step` is applied: copies reported in it complete.
+  void ApplyOutput(int64_t step);
+  // A request finished (request_finished): its state is dropped once its copies are done.
+  void RequestFinished(const SimRequest& r);
+  // Copies in flight, loads waiting for promotion: something will still change.
+  bool busy() const { return !pending_.empty() || !finished_recving_.empty(); }
+
+  const OffloadConnector& connector() const { return connector_; }
+  int64_t num_cpu_blocks_used() const { return connector_.tier().num_resident(); }
+  int64_t num_cpu_blocks_ready() const { return connector_.tier().num_ready(); }
+
+ private:
+  struct PendingJob {
+    OffloadJobId id = -1;
+    int64_t request = 0;
+    bool is_load = false;
+    int64_t output_step = 0;  // reported finished in the output of this step
+  };
+  OffloadRequestView View(const SimRequest& r) const;
+
+  OffloadConnector connector_;
+  const KvCacheManager* kv_;
+  XferTiming timing_;
+  int64_t step_ = 0;
+  std::vector<PendingJob> pending_;                 // in submission order
+  std::unordered_set<int64_t> finished_recving_;    // requests whose loads are all done
+  std::unordered_set<int64_t> unfinished_tracked_;  // looked up and not finished
+  OffloadStepRecord record_;
+};
+
+}  // namespace kvsim
