@@ -11,6 +11,7 @@
 
 #include "apps/kvsim/commands.h"
 #include "core/kv_cache_manager.h"
+#include "core/offload/offload_config.h"
 #include "sim/instance/step_clock.h"
 
 namespace kvsim::cli {
@@ -32,6 +33,12 @@ struct ScheduleArgs {
   std::string policy = "fcfs";
   std::string semantics = "latest";
   bool json = false;
+  // The CPU offloading tier (step-log.md §8); 0 CPU blocks = none.
+  int64_t num_cpu_blocks = 0;
+  int64_t offload_block_size = 0;
+  std::string eviction_policy = "lru";
+  int64_t store_threshold = 0;
+  std::string xfer_timing = "instant";
 };
 
 Status Bad(const std::string& msg) { return Status::Error("bad_flags", "schedule: " + msg); }
@@ -66,6 +73,30 @@ Result<StepClockConfig> BuildConfig(const ScheduleArgs& a) {
   p.policy = a.policy == "priority" ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
   p.full_sequence_must_fit = a.reserve_full_isl;
   p.async_scheduling = a.async_scheduling;
+  if (a.num_cpu_blocks < 0) return Bad("--num-cpu-blocks must not be negative (0 = no CPU tier)");
+  if (a.num_cpu_blocks > (int64_t{1} << 30)) return Bad("--num-cpu-blocks must be below 2^30");
+  const bool tier_flags = a.offload_block_size != 0 || a.eviction_policy != "lru" ||
+                          a.store_threshold != 0 || a.xfer_timing != "instant";
+  if (a.num_cpu_blocks == 0) {
+    if (tier_flags) return Bad("the CPU-tier flags need --num-cpu-blocks N (N > 0)");
+    return c;
+  }
+  if (a.store_threshold < 0) return Bad("--store-threshold must not be negative");
+  OffloadOptions o;
+  o.num_cpu_blocks = a.num_cpu_blocks;
+  o.offload_block_size = a.offload_block_size;
+  o.eviction_policy =
+      a.eviction_policy == "arc" ? CpuEvictionPolicyKind::kArc : CpuEvictionPolicyKind::kLru;
+  o.store_threshold = a.store_threshold;
+  auto oc = MakeOffloadConnectorConfig(c.kv, o);
+  if (!oc.ok()) {
+    const std::string flag = oc.status().code() == kOffloadErrBlockSize ? "--offload-block-size"
+                             : oc.status().code() == kOffloadErrNumCpuBlocks ? "--num-cpu-blocks"
+                                                                             : "offloading";
+    return Bad(flag + ": " + oc.status().message());
+  }
+  c.offload = std::move(oc.value());
+  c.xfer_timing = a.xfer_timing == "next-step" ? XferTiming::kNextStep : XferTiming::kInstant;
   return c;
 }
 
@@ -135,6 +166,18 @@ void RunSchedule(const ScheduleArgs& a) {
       a.async_scheduling ? "async" : "sync", a.semantics);
   std::cout << fmt::format("  prompt tokens {}  first-admission hit tokens {}  hit rate {:.4f}\n",
                            prompt, hits, prompt ? static_cast<double>(hits) / prompt : 0.0);
+  if (s.has_offload) {
+    int64_t gpu = 0, cpu = 0;
+    for (const StepRequestSummary& r : s.per_request) {
+      gpu += std::max<int64_t>(0, r.gpu_hit_tokens);
+      cpu += std::max<int64_t>(0, r.cpu_hit_tokens);
+    }
+    std::cout << fmt::format(
+        "  CPU tier {} blocks of {} tokens ({}, {} copies): first-admission GPU hits {}, CPU "
+        "hits {}\n",
+        a.num_cpu_blocks, a.offload_block_size ? a.offload_block_size : a.block_size,
+        a.eviction_policy, a.xfer_timing, gpu, cpu);
+  }
   if (!a.step_log.empty() && a.step_log != "-") {
     std::cout << "  step log: " << a.step_log << "\n";
   }
@@ -182,6 +225,23 @@ void RegisterSchedule(CLI::App& app) {
   cmd->add_option("--vllm-semantics", args->semantics,
                   "free-queue profile: classic (2026-05) or latest (2026-08-18)")
       ->check(CLI::IsMember({"classic", "latest"}))
+      ->capture_default_str();
+  cmd->add_option("--num-cpu-blocks", args->num_cpu_blocks,
+                  "CPU offloading tier size in offloaded blocks (0 = no tier; step-log.md §8)")
+      ->capture_default_str();
+  cmd->add_option("--offload-block-size", args->offload_block_size,
+                  "tokens per offloaded block, a multiple of --block-size (0 = equal)")
+      ->capture_default_str();
+  cmd->add_option("--eviction-policy", args->eviction_policy, "the CPU tier's policy: lru or arc")
+      ->check(CLI::IsMember({"lru", "arc"}))
+      ->capture_default_str();
+  cmd->add_option("--store-threshold", args->store_threshold,
+                  "store a block only after it was looked up N times (below 2: every block)")
+      ->capture_default_str();
+  cmd->add_option("--xfer-timing", args->xfer_timing,
+                  "a GPU<->CPU copy is reported finished with the output of the step that "
+                  "started it (instant) or of the next one (next-step)")
+      ->check(CLI::IsMember({"instant", "next-step"}))
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print the summary line as JSON on stdout");
   cmd->callback([args] { RunSchedule(*args); });

@@ -20,32 +20,69 @@ Result<CpuEvictionPolicyKind> ParseCpuEvictionPolicyKind(std::string_view name) 
 }
 
 std::unique_ptr<CpuEvictionPolicy> MakeCpuEvictionPolicy(CpuEvictionPolicyKind kind,
-                                                         int64_t capacity) {
+                                                         int64_t capacity,
+                                                         bool lru_evictable_list) {
   if (kind == CpuEvictionPolicyKind::kArc) return std::make_unique<ArcCpuPolicy>(capacity);
-  return std::make_unique<LruCpuPolicy>();
+  return std::make_unique<LruCpuPolicy>(lru_evictable_list);
 }
 
 // ---- LRU ----------------------------------------------------------------------------------
 
-void LruCpuPolicy::Insert(const OffloadKey& key, CpuBlock block) { blocks_.push_back(key, block); }
+void LruCpuPolicy::Insert(const OffloadKey& key, CpuBlock block) {
+  blocks_.push_back(key, block);
+  if (evictable_list_ && block.ref_cnt == 0) evictable_.push_back(key, 0);
+}
 
-void LruCpuPolicy::Remove(const OffloadKey& key) { blocks_.erase(key); }
+void LruCpuPolicy::Remove(const OffloadKey& key) {
+  blocks_.erase(key);
+  if (evictable_list_) evictable_.erase(key);
+}
 
 void LruCpuPolicy::Touch(std::span<const OffloadKey> keys) {
-  for (auto it = keys.rbegin(); it != keys.rend(); ++it) blocks_.move_to_back(*it);
+  for (auto it = keys.rbegin(); it != keys.rend(); ++it) {
+    if (evictable_list_) {
+      evictable_.move_to_back(*it);
+    } else {
+      blocks_.move_to_back(*it);
+    }
+  }
+}
+
+void LruCpuPolicy::MarkEvictable(const OffloadKey& key) {
+  if (!evictable_list_) return;
+  evictable_.erase(key);
+  evictable_.push_back(key, 0);
+}
+
+void LruCpuPolicy::MarkNonEvictable(const OffloadKey& key) {
+  if (evictable_list_) evictable_.erase(key);
 }
 
 bool LruCpuPolicy::Evict(int64_t n, const OffloadKeySet& protected_keys,
                          std::vector<EvictedCpuBlock>& out) {
   if (n <= 0) return true;
   std::vector<EvictedCpuBlock> picked;
-  for (const auto& [key, block] : blocks_) {
-    if (block.ref_cnt != 0 || protected_keys.count(key) != 0) continue;
-    picked.push_back({key, block.slot});
-    if (static_cast<int64_t>(picked.size()) == n) break;
+  if (evictable_list_) {
+    for (const auto& entry : evictable_) {
+      const OffloadKey& key = entry.first;
+      if (protected_keys.count(key) != 0) continue;
+      const CpuBlock* b = blocks_.find(key);
+      KVSIM_CHECK(b != nullptr && b->ref_cnt == 0);
+      picked.push_back({key, b->slot});
+      if (static_cast<int64_t>(picked.size()) == n) break;
+    }
+  } else {
+    for (const auto& [key, block] : blocks_) {
+      if (block.ref_cnt != 0 || protected_keys.count(key) != 0) continue;
+      picked.push_back({key, block.slot});
+      if (static_cast<int64_t>(picked.size()) == n) break;
+    }
   }
   if (static_cast<int64_t>(picked.size()) < n) return false;
-  for (const EvictedCpuBlock& e : picked) blocks_.erase(e.key);
+  for (const EvictedCpuBlock& e : picked) {
+    blocks_.erase(e.key);
+    if (evictable_list_) evictable_.erase(e.key);
+  }
   out.insert(out.end(), picked.begin(), picked.end());
   return true;
 }

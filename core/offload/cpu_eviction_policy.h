@@ -54,6 +54,10 @@ class CpuEvictionPolicy {
   // Drops a resident block without remembering it (a failed store).
   virtual void Remove(const OffloadKey& key) = 0;
   virtual void Touch(std::span<const OffloadKey> keys) = 0;
+  // The block became evictable (its store or its last load completed) / stopped being so (a
+  // load pinned it). Policies that order only evictable blocks use them; others ignore them.
+  virtual void MarkEvictable(const OffloadKey& key) { (void)key; }
+  virtual void MarkNonEvictable(const OffloadKey& key) { (void)key; }
   virtual bool Evict(int64_t n, const OffloadKeySet& protected_keys,
                      std::vector<EvictedCpuBlock>& out) = 0;
 
@@ -66,8 +70,10 @@ enum class CpuEvictionPolicyKind : uint8_t { kLru, kArc };
 std::string_view CpuEvictionPolicyKindName(CpuEvictionPolicyKind k);
 // "lru" | "arc" (vLLM's eviction_policy values).
 Result<CpuEvictionPolicyKind> ParseCpuEvictionPolicyKind(std::string_view name);
-// `capacity` is the tier's number of blocks (ARC bounds p and its ghost lists by it).
+// `capacity` is the tier's number of blocks (ARC bounds p and its ghost lists by it);
+// `lru_evictable_list` picks latest's LRU (CpuTierConfig).
 std::unique_ptr<CpuEvictionPolicy> MakeCpuEvictionPolicy(CpuEvictionPolicyKind kind,
-                                                         int64_t capacity);
+                                                         int64_t capacity,
+                                                         bool lru_evictable_list = false);
 
 }  // namespace kvsim

@@ -7,7 +7,8 @@
 namespace kvsim {
 
 CpuOffloadTier::CpuOffloadTier(const CpuTierConfig& config)
-    : config_(config), policy_(MakeCpuEvictionPolicy(config.policy, config.num_blocks)) {
+    : config_(config),
+      policy_(MakeCpuEvictionPolicy(config.policy, config.num_blocks, config.lru_evictable_list)) {
   KVSIM_CHECK(config.num_blocks >= 0);
   KVSIM_CHECK(config.max_tracker_size >= 1);
 }
@@ -33,9 +34,13 @@ CpuLookupResult CpuOffloadTier::Lookup(std::span<const OffloadKey> keys) {
     if (tracking()) CountLookup(key);
     const CpuBlock* b = policy_->Find(key);
     if (b == nullptr) break;
-    if (!b->ready()) return {true, 0};
+    if (!b->ready()) {
+      r.deferred = true;  // keep scanning (and counting) until a miss
+      continue;
+    }
     ++r.hits;
   }
+  if (r.deferred) r.hits = 0;
   return r;
 }
 
@@ -88,6 +93,7 @@ void CpuOffloadTier::CompleteStore(std::span<const OffloadKey> keys, bool succes
     if (success) {
       b->ref_cnt = 0;
       ++num_evictable_;
+      policy_->MarkEvictable(k);
     } else {
       free_slots_.push_back(b->slot);
       policy_->Remove(k);
@@ -101,7 +107,10 @@ std::vector<int32_t> CpuOffloadTier::PrepareLoad(std::span<const OffloadKey> key
   for (const OffloadKey& k : keys) {
     CpuBlock* b = policy_->Find(k);
     KVSIM_CHECK_MSG(b != nullptr && b->ready(), "load of a CPU block that is not ready");
-    if (b->ref_cnt == 0) --num_evictable_;
+    if (b->ref_cnt == 0) {
+      --num_evictable_;
+      policy_->MarkNonEvictable(k);
+    }
     ++b->ref_cnt;
     slots.push_back(b->slot);
   }
@@ -112,7 +121,10 @@ void CpuOffloadTier::CompleteLoad(std::span<const OffloadKey> keys) {
   for (const OffloadKey& k : keys) {
     CpuBlock* b = policy_->Find(k);
     KVSIM_CHECK_MSG(b != nullptr && b->ref_cnt > 0, "load completed on an unpinned CPU block");
-    if (--b->ref_cnt == 0) ++num_evictable_;
+    if (--b->ref_cnt == 0) {
+      ++num_evictable_;
+      policy_->MarkEvictable(k);
+    }
   }
 }
 

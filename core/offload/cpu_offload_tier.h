@@ -15,8 +15,9 @@
 //
 // Calls (who calls them when is the connector's business, offload_connector.h):
 //   Lookup       consecutive ready hits from the first key, or "deferred" when a scanned key is
-//                resident but not ready. Counts every key it scans (up to and including the one
-//                that ends the scan) in the store-threshold tracker. Changes no recency.
+//                resident but not ready. The scan goes on past a not-ready key until the first
+//                missing one (vLLM's _maximal_prefix_lookup), counting every key it scans (up
+//                to and including that one) in the store-threshold tracker. Changes no recency.
 //   Touch        the policy's touch (keys walked in reverse).
 //   PrepareStore filters (threshold, already resident), evicts exactly `need` blocks all-or-
 //                nothing, inserts the rest as not ready; nullopt = failed, nothing changed.
@@ -40,6 +41,9 @@ struct CpuTierConfig {
   CpuEvictionPolicyKind policy = CpuEvictionPolicyKind::kLru;
   int64_t store_threshold = 0;     // < 2: store everything
   int64_t max_tracker_size = 64000;
+  // [latest] LRU keeps only evictable blocks (ready, not being loaded) in its recency order,
+  // entered when they become evictable (vLLM PR #46216): see LruCpuPolicy.
+  bool lru_evictable_list = false;
 };
 
 struct CpuLookupResult {

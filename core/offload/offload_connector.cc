@@ -59,8 +59,16 @@ int64_t NumCpuBlocksFromBytes(int64_t cpu_bytes, int64_t gpu_block_bytes, int64_
   return cpu_bytes / per_block;
 }
 
+namespace {
+CpuTierConfig TierConfigOf(const OffloadConnectorConfig& c) {
+  CpuTierConfig t = c.tier;
+  t.lru_evictable_list = c.semantics == VllmSemantics::kLatest;
+  return t;
+}
+}  // namespace
+
 OffloadConnector::OffloadConnector(const OffloadConnectorConfig& config)
-    : config_(config), tier_(config.tier) {
+    : config_(config), tier_(TierConfigOf(config)) {
   const Status s = config_.Validate();
   KVSIM_CHECK_MSG(s.ok(), s.ToString().c_str());
   for (int g = 0; g < static_cast<int>(config_.groups.size()); ++g) {
@@ -198,9 +206,13 @@ void OffloadConnector::TouchRequest(const RequestState& st) {
 CpuHit OffloadConnector::Lookup(const OffloadRequestView& req, int64_t gpu_hit_tokens) {
   bool created = false;
   RequestState& st = StateOf(req, &created);
+  const bool latest = config_.semantics == VllmSemantics::kLatest;
+  // [latest] a request whose own copies are still in flight (a preempted request's flushed
+  // stores not yet reported) is deferred before any lookup or touch.
+  if (latest && !st.jobs.empty()) return {true, 0};
   st.gpu_hit_tokens = gpu_hit_tokens;
   const CpuHit hit = FindHit(st, req.num_tokens, gpu_hit_tokens);
-  if (created) {
+  if (created || latest) {  // [latest] refreshed by every lookup
     for (size_t grp = 0; grp < config_.groups.size(); ++grp)
       st.groups[grp].num_hit_blocks =
           (gpu_hit_tokens + hit.tokens) / config_.offloaded_block_size(static_cast<int>(grp));
@@ -278,11 +290,14 @@ std::vector<StoreJob> OffloadConnector::BuildStoreJobs(
       }
     }
     auto advance = [&] {
-      for (size_t grp = 0; grp < config_.groups.size(); ++grp)
-        // Set, not raised: a resumed request whose first chunk ends before its old cursor
-        // moves the cursor back (vLLM's advance_stored_idx), so evicted blocks are stored again.
-        st.groups[grp].next_stored_block_idx =
-            offloadable / config_.offloaded_block_size(static_cast<int>(grp));
+      for (size_t grp = 0; grp < config_.groups.size(); ++grp) {
+        // classic: set, not raised — a resumed request whose first chunk ends before its old
+        // cursor moves the cursor back (advance_stored_idx), so evicted blocks are stored
+        // again. latest: the cursor never moves back.
+        int64_t& cursor = st.groups[grp].next_stored_block_idx;
+        const int64_t to = offloadable / config_.offloaded_block_size(static_cast<int>(grp));
+        cursor = config_.semantics == VllmSemantics::kLatest ? std::max(cursor, to) : to;
+      }
     };
     if (keys.empty()) {
       advance();
@@ -360,6 +375,9 @@ void OffloadConnector::RequestFinished(OffloadRequestId id) {
   auto rs = reqs_.find(id);
   if (rs == reqs_.end()) return;
   rs->second.finished = true;
+  // classic: request_finished drops the state at once when no copy is in flight. latest keeps
+  // it for the next store visit of finished requests.
+  if (config_.semantics == VllmSemantics::kClassic) rs->second.store_step_seen = true;
   MaybeForget(id);
 }
 

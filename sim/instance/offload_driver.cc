@@ -21,6 +21,10 @@ OffloadRequestView OffloadDriver::View(const SimRequest& r) const {
   return v;
 }
 
+void OffloadDriver::RequestAdded(const SimRequest& r) {
+  if (connector_.config().semantics == VllmSemantics::kLatest) unfinished_tracked_.insert(r.id);
+}
+
 ExternalHit OffloadDriver::MatchedTokens(const SimRequest& r, int64_t gpu_hit_tokens) {
   unfinished_tracked_.insert(r.id);
   const CpuHit hit = connector_.Lookup(View(r), gpu_hit_tokens);
@@ -32,7 +36,7 @@ void OffloadDriver::AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int6
   if (!job) return;
   // Started in this step's execution, reported with its output (or the next one's).
   pending_.push_back({job->id, r.id, /*is_load=*/true,
-                      step_ + (timing_ == XferTiming::kNextStep ? 1 : 0)});
+                      step_ + (timing_ == XferTiming::kNextStep ? 1 : 0), {}});
   record_.loads.push_back({r.id, job->block_indices});
 }
 
@@ -45,12 +49,24 @@ void OffloadDriver::BeginDecision(int64_t step) {
   record_ = OffloadStepRecord{};
 }
 
+void OffloadDriver::Flush(OffloadJobId id) {
+  for (PendingJob& j : pending_)
+    if (j.id == id) j.output_step = std::min(j.output_step, step_);
+}
+
 OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
                                              std::span<SimRequest* const> finished) {
   // Preempted requests: their in-flight stores are waited for before this step runs.
   for (const SimRequest* p : plan.preempted) {
     for (PendingJob& j : pending_)
       if (j.request == p->id && !j.is_load) j.output_step = std::min(j.output_step, step_);
+  }
+  // A finished request's pending store whose source block this decision handed out again.
+  for (const auto& [block, job] : source_blocks_)
+    if (kv_->pool().ref_cnt(block) > 0) Flush(job);
+  // No tracked request is unfinished: every copy is flushed (not the stores planned below).
+  if (unfinished_tracked_.empty()) {
+    for (PendingJob& j : pending_) j.output_step = std::min(j.output_step, step_);
   }
   // build_connector_meta → _build_store_jobs over the step's requests.
   std::vector<StoreCandidate> candidates;
@@ -82,14 +98,10 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
   record_.store_failures = static_cast<int64_t>(failures.size());
   const int64_t store_output = step_ + 1 + (timing_ == XferTiming::kNextStep ? 1 : 0);
   for (StoreJob& j : jobs) {
-    pending_.push_back({j.id, j.request, /*is_load=*/false, store_output});
+    pending_.push_back({j.id, j.request, /*is_load=*/false, store_output, j.block_indices});
     for (const EvictedOffloadBlock& e : j.evicted)
       record_.evicted.push_back({e.origin.request, e.origin.block_index});
     record_.stores.push_back({j.request, std::move(j.block_indices)});
-  }
-  // No tracked request is unfinished: the connector flushes every job.
-  if (unfinished_tracked_.empty()) {
-    for (PendingJob& j : pending_) j.output_step = std::min(j.output_step, step_);
   }
   return std::move(record_);
 }
@@ -97,8 +109,10 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
 void OffloadDriver::ApplyOutput(int64_t step) {
   // Completions are reported in submission order.
   auto done = [&](const PendingJob& j) { return j.output_step <= step; };
+  completed_last_output_ = 0;
   for (const PendingJob& j : pending_) {
     if (!done(j)) continue;
+    ++completed_last_output_;
     connector_.CompleteJob(j.id);
     if (j.is_load) {
       const bool more = std::any_of(pending_.begin(), pending_.end(), [&](const PendingJob& o) {
@@ -108,11 +122,29 @@ void OffloadDriver::ApplyOutput(int64_t step) {
     }
   }
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(), done), pending_.end());
+  source_blocks_.erase(std::remove_if(source_blocks_.begin(), source_blocks_.end(),
+                                      [&](const auto& sb) {
+                                        return std::none_of(
+                                            pending_.begin(), pending_.end(),
+                                            [&](const PendingJob& j) { return j.id == sb.second; });
+                                      }),
+                       source_blocks_.end());
 }
 
 void OffloadDriver::RequestFinished(const SimRequest& r) {
   unfinished_tracked_.erase(r.id);
   connector_.RequestFinished(r.id);
+  if (r.kv_handle < 0) return;
+  // request_finished registers the GPU blocks its pending stores read from.
+  const int64_t f = connector_.config().block_size_factor;
+  const std::span<const BlockId> blocks = kv_->blocks(r.kv_handle, 0);
+  for (const PendingJob& j : pending_) {
+    if (j.is_load || j.request != r.id) continue;
+    for (int64_t i : j.block_indices)
+      for (int64_t b = i * f; b < (i + 1) * f && b < static_cast<int64_t>(blocks.size()); ++b)
+        if (blocks[static_cast<size_t>(b)] != kNullBlock)
+          source_blocks_.emplace_back(blocks[static_cast<size_t>(b)], j.id);
+  }
 }
 
 }  // namespace kvsim

@@ -9,9 +9,12 @@
 // (kNextStep). The scheduler learns of it when that output is applied (ApplyOutput):
 //   - a finished load puts the request in finished_recving; the next decision promotes it;
 //   - a finished store makes its blocks ready (visible to lookups).
-// Flushes: vLLM's worker waits for a preempted request's in-flight stores before the step runs
-// (jobs_to_flush), and for every job when no tracked request is unfinished; such jobs are
-// reported in the output of the step whose decision flushed them.
+// Flushes (jobs_to_flush): the worker waits for some copies before the step runs, and they are
+// reported in the output of the step whose decision flushed them:
+//   - a preempted request's in-flight stores;
+//   - stores of a finished request whose GPU source block was handed to a request again;
+//   - every copy, when no tracked request is unfinished (checked before the step's stores are
+//     planned). classic tracks a request from its first connector lookup, latest from arrival.
 //
 // Per decision the driver records what the step log's §8 fields need: the connector
 // admissions (from the plan), the loads and stores started, the CPU blocks evicted.
@@ -59,6 +62,8 @@ class OffloadDriver : public IKvConnector {
   bool LoadFinished(const SimRequest& r) override;
 
   // ---- The driver's protocol ----
+  // A request arrived (latest tracks it from now on).
+  void RequestAdded(const SimRequest& r);
   // Before decision `step`: the step that loads and stores planned now belong to.
   void BeginDecision(int64_t step);
   // After the decision: plans the step's store jobs (build_connector_meta) for the scheduled
@@ -68,10 +73,13 @@ class OffloadDriver : public IKvConnector {
   OffloadStepRecord EndDecision(const StepPlan& plan, std::span<SimRequest* const> finished);
   // The output of step `step` is applied: copies reported in it complete.
   void ApplyOutput(int64_t step);
-  // A request finished (request_finished): its state is dropped once its copies are done.
+  // A request finished (request_finished), called before its blocks are freed: its state is
+  // dropped once its copies are done; its pending stores' GPU source blocks are remembered.
   void RequestFinished(const SimRequest& r);
   // Copies in flight, loads waiting for promotion: something will still change.
   bool busy() const { return !pending_.empty() || !finished_recving_.empty(); }
+  // Copies the last ApplyOutput completed (a deferred lookup may succeed now).
+  int64_t completed_last_output() const { return completed_last_output_; }
 
   const OffloadConnector& connector() const { return connector_; }
   int64_t num_cpu_blocks_used() const { return connector_.tier().num_resident(); }
@@ -83,16 +91,21 @@ class OffloadDriver : public IKvConnector {
     int64_t request = 0;
     bool is_load = false;
     int64_t output_step = 0;  // reported finished in the output of this step
+    std::vector<int64_t> block_indices;  // stores: the offloaded blocks copied
   };
+  void Flush(OffloadJobId id);
   OffloadRequestView View(const SimRequest& r) const;
 
   OffloadConnector connector_;
   const KvCacheManager* kv_;
   XferTiming timing_;
   int64_t step_ = 0;
+  int64_t completed_last_output_ = 0;
   std::vector<PendingJob> pending_;                 // in submission order
   std::unordered_set<int64_t> finished_recving_;    // requests whose loads are all done
-  std::unordered_set<int64_t> unfinished_tracked_;  // looked up and not finished
+  std::unordered_set<int64_t> unfinished_tracked_;  // tracked by the connector, not finished
+  // GPU blocks read by a finished request's pending stores → those stores.
+  std::vector<std::pair<BlockId, OffloadJobId>> source_blocks_;
   OffloadStepRecord record_;
 };
 

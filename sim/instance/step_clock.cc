@@ -280,7 +280,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
   auto apply = [&](StepRecord& record, const StepPlan& p) {
     finished.clear();
     const TokenId token = static_cast<TokenId>(kFirstGeneratedTokenId + record.step);
-    inst.ApplyOutputs(
+    inst.ApplyTokens(
         p,
         [&](SimRequest& r, const ScheduledChunk&, std::vector<TokenId>& out) {
           StepRequestSummary& s = summary.per_request[static_cast<size_t>(r.id)];
@@ -293,10 +293,11 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
       summary.per_request[static_cast<size_t>(r->id)].finish_step = record.step;
       --unfinished;
       if (offload) {
-        offload->RequestFinished(*r);
+        offload->RequestFinished(*r);  // before its blocks are freed
         finished_since_decision.push_back(r);
       }
     }
+    inst.ReleaseFinished(finished);
     if (offload) {
       offload->ApplyOutput(record.step);
       record.cpu_blocks_used = offload->num_cpu_blocks_used();
@@ -354,6 +355,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     while (next < n && requests[static_cast<size_t>(order[next])].arrival_step <= step) {
       const auto i = static_cast<size_t>(order[next]);
       inst.Add(&sim[i], requests[i].tokens);
+      if (offload) offload->RequestAdded(sim[i]);
       ++unfinished;
       ++next;
     }
@@ -409,8 +411,8 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     const StepPlan& decided = async ? pending->plan : plan;
     bool decided_samples = false;
     for (const ScheduledChunk& c : decided.scheduled) decided_samples |= c.samples;
-    const bool tier_pending =
-        offload && (offload->busy() || !decided.connector_admitted.empty());
+    const bool tier_pending = offload && (offload->busy() || !decided.connector_admitted.empty() ||
+                                          offload->completed_last_output() > 0);
     if (decided.scheduled.empty() && decided.preempted.empty() && !in_flight &&
         !decided_samples && !tier_pending && next == n && unfinished > 0) {
       // Nothing ran, nothing is in flight and nothing else will arrive: the head of WAITING

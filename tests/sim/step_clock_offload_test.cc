@@ -1,0 +1,209 @@
+// `kvsim schedule` with vLLM's CPU offloading tier against step tables worked out by hand from
+// kv-offload.md (§3 stores, §4 lookup, §5 loads and promotion, §6 the flush of a finished
+// request's stores when its GPU blocks are reused, §7 eviction) and step-log.md §8. Every
+// expected record was derived on paper, never copied from kvsim's output.
+#include <catch2/catch_test_macros.hpp>
+
+#include <string>
+#include <vector>
+
+#include "core/offload/offload_config.h"
+#include "sim/instance/step_clock.h"
+
+namespace kvsim {
+namespace {
+
+StepRequest Req(std::string id, std::vector<TokenId> tokens, int64_t max_tokens,
+                int64_t arrival = 0) {
+  StepRequest r;
+  r.id = std::move(id);
+  r.tokens = std::move(tokens);
+  r.max_tokens = max_tokens;
+  r.arrival_step = arrival;
+  return r;
+}
+
+std::vector<TokenId> Range(TokenId first, int n) {
+  std::vector<TokenId> v;
+  for (int i = 0; i < n; ++i) v.push_back(first + i);
+  return v;
+}
+
+std::vector<TokenId> Concat(std::vector<TokenId> a, const std::vector<TokenId>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+StepClockConfig Config(int64_t block, int64_t num_blocks, int64_t cpu_blocks, VllmSemantics sem,
+                       XferTiming timing, int64_t offload_block = 0,
+                       CpuEvictionPolicyKind policy = CpuEvictionPolicyKind::kLru) {
+  StepClockConfig c;
+  c.kv = KvCacheManagerConfigFromHybrid("", block, num_blocks).value();
+  c.kv.semantics = sem;
+  c.kv.max_num_batched_tokens = 100;
+  c.sched.max_num_batched_tokens = 100;
+  c.sched.max_num_seqs = 16;
+  c.sched.max_model_len = 1 << 20;
+  OffloadOptions o;
+  o.num_cpu_blocks = cpu_blocks;
+  o.offload_block_size = offload_block;
+  o.eviction_policy = policy;
+  c.offload = MakeOffloadConnectorConfig(c.kv, o).value();
+  c.xfer_timing = timing;
+  return c;
+}
+
+struct Run {
+  std::vector<std::string> lines;
+  StepClockSummary summary;
+};
+
+Run Drive(const std::vector<StepRequest>& reqs, const StepClockConfig& cfg) {
+  Run run;
+  auto s = RunStepClock(reqs, cfg, [&](const StepRecord& r) {
+    run.lines.push_back(StepRecordJson(r, reqs));
+  });
+  REQUIRE(s.ok());
+  run.summary = s.value();
+  return run;
+}
+
+// A (10 tokens) is prefilled and finishes in step 0, storing its 2 full blocks. B (16 tokens)
+// then takes all 4 usable GPU blocks, evicting A's cached blocks from the GPU. C repeats A's 10
+// tokens and adds 6: its GPU hit is 0, its CPU hit A's 2 blocks (8 tokens; block 2 differs).
+const std::vector<StepRequest> kTurns{
+    Req("A", Range(1, 10), 1, 0),
+    Req("B", Range(101, 16), 1, 1),
+    Req("C", Concat(Range(1, 10), Range(201, 6)), 1, 2),
+};
+
+TEST_CASE("offload, instant copies: a CPU hit is loaded, then scheduled from its end") {
+  // Step 0: A allocates 3 of 4 blocks; the store of CPU blocks 0-1 is planned (in flight).
+  // Step 1: A's freed blocks go to B; A's store ran in step 1 and is ready after its output.
+  // Step 2: C: GPU hit 0, CPU hit 8 → 2 GPU blocks allocated (2 of B's 4 freed ones), load of
+  //         CPU blocks 0-1, C is not scheduled (it waits in skipped-waiting: waiting 1).
+  // Step 3: the load finished with step 2's output: C is promoted and scheduled at 8 with
+  //         hit 8, its chunk of 8 takes the last 2 GPU blocks; its blocks 2-3 are stored (the
+  //         cursor starts after the CPU hit, at cdiv(8, 4) = 2).
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    const Run run = Drive(kTurns, Config(4, 5, 8, sem, XferTiming::kInstant));
+    const std::vector<std::string> want{
+        R"({"step": 0, "scheduled": [["A", 10, 0, 0]], "preempted": [], "finished": ["A"], "num_free_blocks": 1, "new": ["A"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 10, "kv_admitted": [["A", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["A", [0, 1]]], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 0})",
+        R"({"step": 1, "scheduled": [["B", 16, 0, 0]], "preempted": [], "finished": ["B"], "num_free_blocks": 0, "new": ["B"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 16, "kv_admitted": [["B", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["B", [0, 1, 2, 3]]], "cpu_evicted": [], "cpu_blocks_used": 6, "cpu_blocks_ready": 2})",
+        R"({"step": 2, "scheduled": [], "preempted": [], "finished": [], "num_free_blocks": 2, "new": [], "resumed": [], "running": 0, "waiting": 1, "num_scheduled_tokens": 0, "kv_admitted": [["C", 0, 8]], "loading": ["C"], "cpu_loads": [["C", [0, 1]]], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 6, "cpu_blocks_ready": 6})",
+        R"({"step": 3, "scheduled": [["C", 8, 8, 8]], "preempted": [], "finished": ["C"], "num_free_blocks": 0, "new": ["C"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 8, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [["C", [2, 3]]], "cpu_evicted": [], "cpu_blocks_used": 8, "cpu_blocks_ready": 6})",
+    };
+    CHECK(run.lines == want);
+    const StepRequestSummary& c = run.summary.per_request[2];
+    CHECK(c.hit_tokens == 8);
+    CHECK(c.gpu_hit_tokens == 0);
+    CHECK(c.cpu_hit_tokens == 8);
+    CHECK(c.first_token_step == 3);
+  }
+}
+
+TEST_CASE("offload, next-step copies: reused GPU blocks flush a finished request's store") {
+  // As above, but a copy is reported one step after the step that ran it. A's store (planned
+  // in step 0, run in step 1) would be reported with step 2's output, but B's allocation in
+  // step 1 reuses A's GPU blocks, so the worker flushes it: reported with step 1's output.
+  // Likewise B's store is flushed by C's allocation in step 2. C's load, started in step 2,
+  // is reported with step 3's output: C still loads in step 3 and runs in step 4.
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    const Run run = Drive(kTurns, Config(4, 5, 8, sem, XferTiming::kNextStep));
+    const std::vector<std::string> want{
+        R"({"step": 0, "scheduled": [["A", 10, 0, 0]], "preempted": [], "finished": ["A"], "num_free_blocks": 1, "new": ["A"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 10, "kv_admitted": [["A", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["A", [0, 1]]], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 0})",
+        R"({"step": 1, "scheduled": [["B", 16, 0, 0]], "preempted": [], "finished": ["B"], "num_free_blocks": 0, "new": ["B"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 16, "kv_admitted": [["B", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["B", [0, 1, 2, 3]]], "cpu_evicted": [], "cpu_blocks_used": 6, "cpu_blocks_ready": 2})",
+        R"({"step": 2, "scheduled": [], "preempted": [], "finished": [], "num_free_blocks": 2, "new": [], "resumed": [], "running": 0, "waiting": 1, "num_scheduled_tokens": 0, "kv_admitted": [["C", 0, 8]], "loading": ["C"], "cpu_loads": [["C", [0, 1]]], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 6, "cpu_blocks_ready": 6})",
+        R"({"step": 3, "scheduled": [], "preempted": [], "finished": [], "num_free_blocks": 2, "new": [], "resumed": [], "running": 0, "waiting": 1, "num_scheduled_tokens": 0, "kv_admitted": [], "loading": ["C"], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 6, "cpu_blocks_ready": 6})",
+        R"({"step": 4, "scheduled": [["C", 8, 8, 8]], "preempted": [], "finished": ["C"], "num_free_blocks": 0, "new": ["C"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 8, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [["C", [2, 3]]], "cpu_evicted": [], "cpu_blocks_used": 8, "cpu_blocks_ready": 6})",
+    };
+    CHECK(run.lines == want);
+    CHECK(run.summary.per_request[2].first_token_step == 4);
+  }
+}
+
+
+TEST_CASE("offload: a lookup meeting a store in flight defers; a full CPU hit recomputes one") {
+  // A (8 tokens) stores CPU blocks 0-1 in step 0 (run in step 1, ready after its output).
+  // Step 1: D (A's 8 tokens) hits 4 on the GPU (capped at 7, floored to a block); its CPU scan
+  //   from block 1 meets A's block 1 still in flight: deferred, set aside (waiting 1).
+  // Step 2: D again: GPU 4 + CPU 4 = every token (the CPU hit is not capped at n − 1). The hit
+  //   block is touched and 1 block allocated; CPU block 1 is loaded into D's GPU block 1.
+  // Step 3: promoted with 8 = num_tokens computed → 7: one token recomputed, hit 7.
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 8), 1, 0), Req("D", Range(1, 8), 1, 1)};
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    const Run run = Drive(reqs, Config(4, 5, 8, sem, XferTiming::kInstant));
+    const std::vector<std::string> want{
+        R"({"step": 0, "scheduled": [["A", 8, 0, 0]], "preempted": [], "finished": ["A"], "num_free_blocks": 2, "new": ["A"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 8, "kv_admitted": [["A", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["A", [0, 1]]], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 0})",
+        R"({"step": 1, "scheduled": [], "preempted": [], "finished": [], "num_free_blocks": 4, "new": [], "resumed": [], "running": 0, "waiting": 1, "num_scheduled_tokens": 0, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 2})",
+        R"({"step": 2, "scheduled": [], "preempted": [], "finished": [], "num_free_blocks": 2, "new": [], "resumed": [], "running": 0, "waiting": 1, "num_scheduled_tokens": 0, "kv_admitted": [["D", 4, 4]], "loading": ["D"], "cpu_loads": [["D", [1]]], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 2})",
+        R"({"step": 3, "scheduled": [["D", 1, 7, 7]], "preempted": [], "finished": ["D"], "num_free_blocks": 2, "new": ["D"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 1, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 2})",
+    };
+    CHECK(run.lines == want);
+    const StepRequestSummary& d = run.summary.per_request[1];
+    CHECK(d.hit_tokens == 7);
+    CHECK(d.gpu_hit_tokens == 4);
+    CHECK(d.cpu_hit_tokens == 4);
+  }
+}
+
+TEST_CASE("offload, LRU: classic orders blocks at insert and touch, latest when they are ready") {
+  // CPU tier of 2 blocks, a large GPU pool. A (5 tokens) stores A#0 in step 0, B stores B#0 in
+  // step 1. Step 2: C (A's prompt) hits 4 on the GPU, so its CPU lookup gains nothing, but it
+  // still touches its key A#0 — and stores nothing (A#0 is resident). Step 3: D's block needs a
+  // slot: one eviction.
+  //   classic: order after inserts and touches [A#0, B#0] → C's touch → [B#0, A#0]: B#0 goes.
+  //   latest:  only ready blocks are ordered, from when they became ready: A#0 (ready after
+  //            step 1's output) is touched by C; B#0 (ready after step 2's output) then enters
+  //            behind it → [A#0, B#0]: A#0 goes.
+  const std::vector<StepRequest> reqs{
+      Req("A", Range(1, 5), 1, 0), Req("B", Range(101, 5), 1, 1), Req("C", Range(1, 5), 1, 2),
+      Req("D", Range(201, 5), 1, 3)};
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    const Run run = Drive(reqs, Config(4, 40, 2, sem, XferTiming::kInstant));
+    REQUIRE(run.lines.size() == 4);
+    CHECK(run.lines[2].find(R"("scheduled": [["C", 1, 4, 4]])") != std::string::npos);
+    CHECK(run.lines[2].find(R"("kv_admitted": [["C", 4, 0]])") != std::string::npos);
+    CHECK(run.lines[2].find(R"("cpu_stores": [])") != std::string::npos);
+    CHECK(run.lines[3].find(R"("cpu_stores": [["D", [0]]])") != std::string::npos);
+    const std::string evicted = sem == VllmSemantics::kClassic ? R"("cpu_evicted": ["B#0"])"
+                                                               : R"("cpu_evicted": ["A#0"])";
+    CHECK(run.lines[3].find(evicted) != std::string::npos);
+  }
+}
+
+TEST_CASE("offload: preemption, a resume looked up twice, classic stores an output block") {
+  // Block 4, 4 usable GPU blocks, CPU tier 8. A (8 tokens) and B (7) fill the GPU in step 0 and
+  // store A#0, A#1, B#0 (B's 7 tokens fill one block). Step 1: A's 9th token needs a block: B
+  // is preempted. Step 2: B (8 known tokens) hits its cached block (4) on the GPU; the CPU
+  // lookup from block 1 finds nothing (B#1 holds its output token, never stored); the
+  // whole-prompt gate fails (1 block + the evictable hit block > 1 free): no admission. Step 3
+  // (A finished): B resumes at 4. classic stores B#1 (its block holding the output token);
+  // latest stores prompt blocks only.
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 8), 3), Req("B", Range(101, 7), 3)};
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    const bool classic = sem == VllmSemantics::kClassic;
+    const Run run = Drive(reqs, Config(4, 5, 8, sem, XferTiming::kInstant));
+    const std::string s3 = classic ? R"("cpu_stores": [["B", [1]]], "cpu_evicted": [], "cpu_blocks_used": 4, "cpu_blocks_ready": 3})"
+                                   : R"("cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 3, "cpu_blocks_ready": 3})";
+    const std::string s4 = classic ? R"("cpu_blocks_used": 4, "cpu_blocks_ready": 4})"
+                                   : R"("cpu_blocks_used": 3, "cpu_blocks_ready": 3})";
+    const std::vector<std::string> want{
+        R"({"step": 0, "scheduled": [["A", 8, 0, 0], ["B", 7, 0, 0]], "preempted": [], "finished": [], "num_free_blocks": 0, "new": ["A", "B"], "resumed": [], "running": 2, "waiting": 0, "num_scheduled_tokens": 15, "kv_admitted": [["A", 0, 0], ["B", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["A", [0, 1]], ["B", [0]]], "cpu_evicted": [], "cpu_blocks_used": 3, "cpu_blocks_ready": 0})",
+        R"({"step": 1, "scheduled": [["A", 1, 8, -1]], "preempted": ["B"], "finished": [], "num_free_blocks": 1, "new": [], "resumed": [], "running": 1, "waiting": 1, "num_scheduled_tokens": 1, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 3, "cpu_blocks_ready": 3})",
+        R"({"step": 2, "scheduled": [["A", 1, 9, -1]], "preempted": [], "finished": ["A"], "num_free_blocks": 1, "new": [], "resumed": [], "running": 1, "waiting": 1, "num_scheduled_tokens": 1, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 3, "cpu_blocks_ready": 3})",
+        R"({"step": 3, "scheduled": [["B", 4, 4, 4]], "preempted": [], "finished": [], "num_free_blocks": 2, "new": [], "resumed": ["B"], "running": 1, "waiting": 0, "num_scheduled_tokens": 4, "kv_admitted": [["B", 4, 0]], "loading": [], "cpu_loads": [], )" + s3,
+        R"({"step": 4, "scheduled": [["B", 1, 8, -1]], "preempted": [], "finished": ["B"], "num_free_blocks": 1, "new": [], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 1, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], )" + s4,
+    };
+    CHECK(run.lines == want);
+    const StepRequestSummary& b = run.summary.per_request[1];
+    CHECK(b.gpu_hit_tokens == 0);
+    CHECK(b.cpu_hit_tokens == 0);
+    CHECK(b.resume_gpu_hit_tokens == std::vector<int64_t>{4});
+    CHECK(b.resume_cpu_hit_tokens == std::vector<int64_t>{0});
+    CHECK(b.resume_hit_tokens == std::vector<int64_t>{4});
+  }
+}
+
+}  // namespace
+}  // namespace kvsim
