@@ -205,5 +205,69 @@ TEST_CASE("offload: preemption, a resume looked up twice, classic stores an outp
   }
 }
 
+
+TEST_CASE("offload: conservation and tier bounds on a tight multi-turn stream, every mode") {
+  // Conversations that extend earlier prompts (so CPU hits happen), a GPU pool small enough
+  // to preempt and evict, a CPU tier of 16 blocks. In every combination of sync/async,
+  // classic/latest, LRU/ARC, offloaded block 1×/2× and both copy timings: the run ends; per
+  // request sum(n) = prompt + max_tokens − 1 − Σ hits + Σ lost at preemption (step-log §5);
+  // a CPU hit ends on an offloaded-block boundary (or covers the whole sequence); the tier
+  // never holds more than its size.
+  std::vector<StepRequest> reqs;
+  for (int conv = 0; conv < 4; ++conv) {
+    std::vector<TokenId> history = Range(1 + conv * 1000, 7 + 3 * conv);
+    for (int turn = 0; turn < 3; ++turn) {
+      const int64_t arrival = turn * 6 + conv;
+      reqs.push_back(Req("c" + std::to_string(conv) + "t" + std::to_string(turn), history,
+                         2 + (conv + turn) % 3, arrival));
+      history = Concat(history, Range(500 + 100 * conv + 10 * turn, 5 + turn));
+    }
+  }
+  for (bool async : {false, true})
+    for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest})
+      for (CpuEvictionPolicyKind pol : {CpuEvictionPolicyKind::kLru, CpuEvictionPolicyKind::kArc})
+        for (int64_t obs : {4, 8})
+          for (XferTiming t : {XferTiming::kInstant, XferTiming::kNextStep}) {
+            INFO("async " << async << " latest " << (sem == VllmSemantics::kLatest) << " arc "
+                          << (pol == CpuEvictionPolicyKind::kArc) << " obs " << obs
+                          << " next-step " << (t == XferTiming::kNextStep));
+            StepClockConfig cfg = Config(4, 12, 16, sem, t, obs, pol);
+            cfg.sched.max_num_batched_tokens = 16;
+            cfg.sched.async_scheduling = async;
+            std::vector<int64_t> sum_n(reqs.size()), computed(reqs.size()), lost(reqs.size());
+            bool bounds_ok = true;
+            auto s = RunStepClock(reqs, cfg, [&](const StepRecord& r) {
+              for (int32_t p : r.preempted) {
+                lost[static_cast<size_t>(p)] += computed[static_cast<size_t>(p)];
+                computed[static_cast<size_t>(p)] = 0;
+              }
+              for (const auto& c : r.scheduled) {
+                sum_n[static_cast<size_t>(c.request)] += c.num_tokens;
+                computed[static_cast<size_t>(c.request)] = c.before + c.num_tokens;
+              }
+              for (const auto& a : r.kv_admitted) {
+                const int64_t end = a.gpu_hit + a.cpu_hit;
+                if (a.cpu_hit > 0 && end % obs != 0 &&
+                    end != static_cast<int64_t>(reqs[static_cast<size_t>(a.request)].tokens.size()))
+                  bounds_ok = false;
+              }
+              bounds_ok &= r.cpu_blocks_used <= 16 && r.cpu_blocks_ready <= r.cpu_blocks_used;
+            });
+            REQUIRE(s.ok());
+            CHECK(bounds_ok);
+            int64_t cpu_hits = 0;
+            for (const StepRequestSummary& p : s->per_request) cpu_hits += p.cpu_hit_tokens;
+            CHECK(cpu_hits > 0);  // the stream does exercise the tier
+            for (size_t i = 0; i < reqs.size(); ++i) {
+              const StepRequestSummary& p = s->per_request[i];
+              int64_t hits = p.hit_tokens;
+              for (int64_t h : p.resume_hit_tokens) hits += h;
+              CHECK(sum_n[i] == static_cast<int64_t>(reqs[i].tokens.size()) +
+                                    reqs[i].max_tokens - 1 - hits + lost[i]);
+              CHECK(p.finish_step >= p.first_token_step);
+            }
+          }
+}
+
 }  // namespace
 }  // namespace kvsim
