@@ -213,6 +213,7 @@ void RunReplay(const ReplayArgs& a) {
       j["requests"] = trace->size();
       j["prompt_tokens"] = curve->prompt_tokens;
       j["block_size"] = sb;
+      j["sampled"] = curve->sampled;
       j["min_capacity_blocks"] = curve->min_capacity_blocks;
       j["saturation_blocks"] = curve->saturation_blocks;
       j["skipped_lines"] = trace->skipped_lines();
@@ -353,9 +354,10 @@ void RegisterReplay(CLI::App& app) {
   cmd->add_option("--per-request", args.per_request,
                   "write {\"id\",\"prompt_tokens\",\"hit_tokens\"} per request to this JSONL");
   cmd->add_flag("--curve", args.curve,
-                "print capacity_blocks,hit_tokens,hit_rate for every capacity (one pass); "
-                "single full-attention group only: hybrid layouts are not a stack algorithm "
-                "(sparse retention, windows, Mamba states), replay each capacity instead");
+                "print capacity_blocks,hit_tokens,hit_rate for every capacity (one pass, one "
+                "full-attention group); hybrid layouts are not a stack algorithm (sparse "
+                "retention, windows, Mamba states): their curve is 24 exact replays at "
+                "sampled capacities");
   cmd->add_flag("--json", args.json, "print one JSON summary object");
   cmd->add_flag("--skip-bad-lines", args.skip_bad_lines,
                 "skip malformed trace lines (counted) instead of failing");

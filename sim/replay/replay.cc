@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <deque>
 #include <utility>
@@ -274,6 +275,7 @@ class StampMap {
 }  // namespace
 
 int64_t CurveResult::HitTokensAt(int64_t capacity_blocks) const {
+  KVSIM_CHECK_MSG(!sampled, "a sampled curve holds its sampled capacities only");
   const int64_t usable = capacity_blocks - 1;
   int64_t s = 0;
   for (int64_t d = 0; d <= usable && d < static_cast<int64_t>(hist.size()); ++d)
@@ -281,12 +283,63 @@ int64_t CurveResult::HitTokensAt(int64_t capacity_blocks) const {
   return s;
 }
 
+namespace {
+
+// Hybrid layouts: one exact replay per sampled capacity.
+Result<CurveResult> SampledCurve(const RequestTrace& trace, const KvCacheManagerConfig& config,
+                                 int64_t max_capacity_blocks) {
+  CurveResult res;
+  res.sampled = true;
+  // The smallest pool that serves every request alone, and the largest one worth replaying:
+  // every request's blocks side by side (nothing is ever evicted beyond it).
+  KvCacheManagerConfig probe = config;
+  probe.num_blocks = 2;
+  KvCacheManager m(probe);
+  int64_t need_max = 0, need_sum = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const int64_t need = m.BlocksNeededFresh(trace[i].input_length);
+    need_max = std::max(need_max, need);
+    need_sum += need;
+    res.prompt_tokens += trace[i].input_length;
+  }
+  res.min_capacity_blocks = need_max + 1;
+  res.saturation_blocks = std::max(need_sum, need_max) + 1;
+  // Unless the caller asks for more, stop at kMaxSampledCapacity blocks: a pool past it costs
+  // hundreds of MiB per replay.
+  constexpr int64_t kMaxSampledCapacity = int64_t{1} << 21;
+  int64_t hi = std::min(res.saturation_blocks,
+                        std::max(kMaxSampledCapacity, res.min_capacity_blocks));
+  if (max_capacity_blocks > 0) hi = std::min(res.saturation_blocks, max_capacity_blocks);
+  if (hi < res.min_capacity_blocks) return res;
+  std::vector<int64_t> caps;
+  const double lo = static_cast<double>(res.min_capacity_blocks);
+  const double ratio = std::pow(static_cast<double>(hi) / lo, 1.0 / (kSampledCurvePoints - 1));
+  for (int k = 0; k < kSampledCurvePoints; ++k) {
+    const auto c = static_cast<int64_t>(std::llround(lo * std::pow(ratio, k)));
+    const int64_t cap = std::clamp<int64_t>(c, res.min_capacity_blocks, hi);
+    if (caps.empty() || cap > caps.back()) caps.push_back(cap);
+  }
+  if (caps.back() != hi) caps.push_back(hi);
+  for (int64_t cap : caps) {
+    KvCacheManagerConfig c = config;
+    c.num_blocks = cap;
+    const ReplayResult r = Replay(trace, c);
+    const double rate = r.prompt_tokens > 0 ? static_cast<double>(r.hit_tokens) /
+                                                  static_cast<double>(r.prompt_tokens)
+                                            : 0.0;
+    res.points.push_back({cap, r.hit_tokens, rate});
+  }
+  return res;
+}
+
+}  // namespace
+
 Result<CurveResult> ReplayCurve(const RequestTrace& trace, const KvCacheManagerConfig& config,
                                 int64_t max_capacity_blocks) {
+  if (!config.enable_caching)
+    return Status::Error("curve_unsupported", "--curve needs prefix caching on");
   if (config.groups.size() != 1 || config.groups[0].kind != KvGroupKind::kFullAttention)
-    return Status::Error("curve_unsupported",
-                         "--curve needs a single full-attention group (no --hybrid, and a "
-                         "model whose plan has one full-attention group)");
+    return SampledCurve(trace, config, max_capacity_blocks);
   if (!config.enable_caching)
     return Status::Error("curve_unsupported", "--curve needs prefix caching on");
   const int64_t B = config.groups[0].block_size;

@@ -94,6 +94,9 @@ struct CurvePoint {
 };
 
 struct CurveResult {
+  // false: the one-pass stack curve (a point wherever the value changes); true: separate
+  // replays at sampled capacities (hybrid layouts), exact at those capacities only.
+  bool sampled = false;
   int64_t prompt_tokens = 0;
   int64_t min_capacity_blocks = 0;  // smallest num_blocks at which every request fits
   int64_t saturation_blocks = 0;    // from here on the hit no longer grows
@@ -121,6 +124,15 @@ struct CurveResult {
 // which tests check; with no block-aligned repeat prompts the two agree exactly.
 // Capacities below min_capacity_blocks (where some request cannot be served) are not
 // reported, because unserved requests would change the stack differently per capacity.
+//
+// Hybrid layouts (several groups, sliding window, Mamba) are not a stack algorithm: a Mamba
+// hit touches one state block while a shorter hit recomputes others, and under [latest]
+// sparse retention the blocks kept depend on the junctions found. For them the curve is
+// `kSampledCurvePoints` separate replays at capacities spaced geometrically from
+// min_capacity_blocks to max_capacity_blocks (default: the capacity at which nothing is ever
+// evicted, at most 2^21 blocks), each exact; `sampled` is set and HitTokensAt is not
+// available.
+inline constexpr int kSampledCurvePoints = 24;
 Result<CurveResult> ReplayCurve(const RequestTrace& trace, const KvCacheManagerConfig& config,
                                 int64_t max_capacity_blocks = 0);
 

@@ -219,8 +219,8 @@ TEST_CASE("Curve bound where vLLM is not a stack algorithm (block-aligned prompt
   INFO("capacities where replay < curve: " << differ);
 }
 
-// Hybrid layouts are not a stack algorithm (docs/vllm-latest-hybrid.md §7), so --curve
-// refuses them; what holds is an upper bound: the full-attention group references the same
+// Hybrid layouts are not a stack algorithm (docs/vllm-latest-hybrid.md §7), so their curve is
+// sampled (below); what holds is an upper bound: the full-attention group references the same
 // blocks at every capacity, and the other group's blocks, ghost copies and unhashed blocks
 // only push them deeper, so a hybrid replay at U never beats the full-attention curve at U.
 TEST_CASE("Hybrid replay is bounded by the full-attention curve", "[replay][curve]") {
@@ -247,9 +247,38 @@ TEST_CASE("Hybrid replay is bounded by the full-attention curve", "[replay][curv
   INFO("capacities where the hybrid replay is below the curve: " << below);
 }
 
+// A hybrid curve is sampled: separate replays at geometrically spaced capacities from the
+// smallest pool that serves every request to the one where nothing is evicted. Each point is
+// a replay at that capacity (so each must agree with Replay), the points rise in capacity,
+// start at min_capacity_blocks and end at the bound asked for; and each stays under the
+// full-attention curve (the bound above).
+TEST_CASE("Hybrid curve: sampled replays, each exact, under the full-attention curve",
+          "[replay][curve]") {
+  const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
+  const std::string hybrid = GENERATE(std::string("swa:64"), std::string("mamba-all"));
+  const RequestTrace t = SampleTokens();
+  auto full = ReplayCurve(t, Cfg("", 16, 2, sem));
+  REQUIRE(full.ok());
+  auto curve = ReplayCurve(t, Cfg(hybrid, 16, 2, sem), 4 * full->saturation_blocks);
+  REQUIRE(curve.ok());
+  CHECK(curve->sampled);
+  REQUIRE(curve->points.size() >= 10);
+  CHECK(curve->points.front().capacity_blocks == curve->min_capacity_blocks);
+  CHECK(curve->points.back().capacity_blocks ==
+        std::min(curve->saturation_blocks, 4 * full->saturation_blocks));
+  for (size_t i = 0; i < curve->points.size(); ++i) {
+    const CurvePoint& p = curve->points[i];
+    if (i > 0) CHECK(p.capacity_blocks > curve->points[i - 1].capacity_blocks);
+    if (i % 4 == 0) CHECK(Replay(t, Cfg(hybrid, 16, p.capacity_blocks, sem)).hit_tokens == p.hit_tokens);
+    CHECK(p.hit_tokens <= full->HitTokensAt(p.capacity_blocks));
+  }
+}
+
 TEST_CASE("Curve refuses what it does not model", "[replay][curve]") {
   const RequestTrace t = SampleTokens();
-  CHECK_FALSE(ReplayCurve(t, Cfg("swa:64", 16, 100, VllmSemantics::kLatest)).ok());
+  auto cfg = Cfg("", 16, 100, VllmSemantics::kLatest);
+  cfg.enable_caching = false;
+  CHECK_FALSE(ReplayCurve(t, cfg).ok());
 }
 
 }  // namespace
