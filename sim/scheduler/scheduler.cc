@@ -92,7 +92,9 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
     if (p.long_prefill_token_threshold > 0) n = std::min(n, p.long_prefill_token_threshold);
     n = std::min(n, budget);
     n = std::min(n, p.max_model_len - 1 - r->num_computed_tokens);
-    if (p.mamba_align_split && r->num_output_tokens == 0 && n > 0) {
+    // The allocator decides whether the chunk is still a prefill (classic: no output yet;
+    // [latest] also a resumed request replaying its outputs).
+    if (p.mamba_align_split && n > 0) {
       n = kv.AlignChunk(*r, r->num_computed_tokens, n, 0, chunk_limit);
     }
     if (n <= 0) {
@@ -199,7 +201,7 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
         if (p.long_prefill_token_threshold > 0) n = std::min(n, p.long_prefill_token_threshold);
         if (!p.enable_chunked_prefill && n > budget) break;
         n = std::min(n, budget);
-        if (p.mamba_align_split && r->num_output_tokens == 0) {
+        if (p.mamba_align_split) {
           n = kv.AlignChunk(*r, computed, n, shared_prefix, chunk_limit);
           if (n == 0) break;
         }

@@ -305,6 +305,36 @@ TEST_CASE("Mamba align split: chunks end on block boundaries (reference §6 exam
   CHECK(chunks == std::vector<int64_t>{8160, 8160, 3264, 416});
 }
 
+TEST_CASE("Mamba align split: a resumed request replaying its outputs asks the allocator too") {
+  // [latest] _mamba_block_aligned_split applies while start < max(prompt, num_tokens − 1), so
+  // a resumed request whose replay covers output tokens is split as a prefill. The scheduler
+  // leaves that decision to the allocator: it asks for every chunk (the classic rule, used by
+  // the fake allocator, then returns the chunk unchanged because the request has outputs).
+  SchedulerParams p;
+  p.mamba_align_split = true;
+  SimRequest r = Req(1, 40);
+  r.num_output_tokens = 5;
+  r.num_tokens = 45;
+  r.status = RequestStatus::kPreempted;
+  SchedulerState s;
+  s.AddWaiting(&r, p.policy);
+  struct CountingKv : testing::FakeKvAllocator {
+    using FakeKvAllocator::FakeKvAllocator;
+    int asked = 0;
+    int64_t AlignChunk(const SimRequest& q, int64_t start, int64_t n, int64_t sp,
+                       int64_t limit) override {
+      ++asked;
+      return FakeKvAllocator::AlignChunk(q, start, n, sp, limit);
+    }
+  } kv(16, 100);
+  kv.mamba_align = true;
+  StepPlan plan = Schedule(p, s, kv);
+  CHECK(kv.asked == 1);
+  REQUIRE(plan.scheduled.size() == 1);
+  CHECK(plan.scheduled[0].num_tokens == 45);  // classic: no split once there are outputs
+  CHECK(plan.scheduled[0].resumed);
+}
+
 TEST_CASE("Mamba align split: the worked cases of the rule") {
   // (start, n, num_tokens, B, eagle, limit) → tokens
   struct Case {
