@@ -807,20 +807,22 @@ int64_t LatestMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t n
                                 bool partial_hits, bool use_eagle, int64_t junction,
                                 int64_t chunk_limit) {
   // Only while prefilling (a resumed request replays its outputs as prefill too).
-  if (start >= std::max(num_prompt_tokens, num_tokens - 1)) return num_new_tokens;
+  const int64_t prefill_end = std::max(num_prompt_tokens, num_tokens - 1);
+  if (start >= prefill_end) return num_new_tokens;
   int64_t last_cacheable = num_tokens - num_tokens % B;
   if (use_eagle) last_cacheable = std::max<int64_t>(last_cacheable - B, 0);
   int64_t end = start + num_new_tokens;
-  if (end < last_cacheable) {
-    // Prefer chunks that end on a block; when a block cannot fit in any chunk, move on
-    // sub-block and re-align at the next boundary reached.
+  if (end < prefill_end) {
+    // A state is written at each chunk end, so chunks that do not finish the prefill end on a
+    // block; when a block cannot fit in any chunk, move on sub-block and re-align at the next
+    // boundary reached (vLLM #51113).
     const int64_t aligned_end = end / B * B;
     if (aligned_end > start || B <= chunk_limit) end = aligned_end;
   }
   const int64_t next_block = (start / B + 1) * B;
   const int64_t tail = partial_hits ? num_prompt_tokens / hash_block * hash_block : 0;
   const int64_t stops[4] = {
-      start % B != 0 && next_block <= last_cacheable ? next_block : 0,
+      start % B != 0 ? next_block : 0,
       last_cacheable,
       last_cacheable < tail && tail < num_prompt_tokens ? tail : 0,
       start < junction && junction < end ? start + (junction - start) / B * B : 0,

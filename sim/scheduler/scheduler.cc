@@ -118,16 +118,19 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
       SimRequest* victim = state.running[victim_index];
       state.running.erase(state.running.begin() + static_cast<std::ptrdiff_t>(victim_index));
       // A victim already scheduled this step gets its budget back (PRIORITY only: with FCFS
-      // the victim is always at or after the current position).
+      // the victim is always at or after the current position), and the position moves back
+      // with it. A victim before the position that was *not* scheduled (async: its final
+      // token in flight) still shifts the list, so, as in vLLM, the request after the current
+      // one is not visited this step.
       for (auto it = plan.scheduled.begin(); it != plan.scheduled.end(); ++it) {
         if (it->req == victim) {
           budget += it->num_tokens;
           plan.num_scheduled_tokens -= it->num_tokens;
           plan.scheduled.erase(it);
+          --i;
           break;
         }
       }
-      if (victim_index < i) --i;
       Preempt(victim, state, p.policy, kv);
       plan.preempted.push_back(victim);
       if (victim == r) break;

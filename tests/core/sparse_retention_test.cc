@@ -251,6 +251,14 @@ TEST_CASE("LH 6 the latest Mamba align split, stop by stop", "[retention][split]
        112},
       {"decoding: no split", 119, 1, 120, 100, 16, 16, false, false, 0, kBig, 1},
       {"EAGLE: one block less cacheable", 0, 100, 100, 100, 16, 16, false, true, 0, kBig, 80},
+      // vLLM #51113: chunks short of the prefill's end are block-aligned even past the last
+      // cacheable boundary, and a mid-block start always stops at its next block.
+      {"short of the prefill end, past the last boundary: wait", 96, 3, 100, 100, 16, 16, false,
+       false, 0, kBig, 0},
+      {"EAGLE: rounded to the block past the last cacheable one", 176, 20, 200, 200, 16, 16,
+       false, true, 0, kBig, 16},
+      {"EAGLE: mid-block start, rounded to its next block", 185, 10, 200, 200, 16, 16, false,
+       true, 0, kBig, 7},
   };
   for (const Case& c : cases) {
     INFO(c.what);

@@ -169,6 +169,25 @@ TEST_CASE("step clock: PRIORITY preempts an already scheduled request and refund
         R"({"step": 2, "scheduled": [["x", 1, 8, -1]], "preempted": ["y"], "finished": [], "num_free_blocks": 0, "new": [], "resumed": [], "running": 1, "waiting": 1, "num_scheduled_tokens": 1})");
 }
 
+TEST_CASE("step clock: PRIORITY + async, a skipped victim before the position hides the next") {
+  // Block 4, 4 usable blocks. A (priority 1, 4 tokens, 2 outputs) runs alone in step 0; B and C
+  // (priority 0) join in step 1, when A decodes its 2nd (final) token: 0 blocks free. Step 2 is
+  // decided before that token lands: A is skipped (final token in flight); B's 5th token needs
+  // a block; the victim is A (largest priority, arrival), before B and not scheduled. vLLM
+  // removes it from the running list without moving its position back, so after B the position
+  // is past the end: C gets nothing this step.
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 4), 2, 0, 1),
+                                      Req("B", Range(101, 4), 5, 1, 0),
+                                      Req("C", Range(201, 3), 5, 1, 0)};
+  StepClockConfig cfg = Config(4, 5, /*async=*/true, VllmSemantics::kClassic);
+  cfg.sched.policy = SchedulingPolicy::kPriority;
+  const Run run = Drive(reqs, cfg);
+  REQUIRE(run.lines.size() >= 3);
+  CHECK(run.lines[0] == R"({"step": 0, "scheduled": [["A", 4, 0, 0]], "preempted": [], "finished": [], "num_free_blocks": 3, "new": ["A"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 4})");
+  CHECK(run.lines[1] == R"({"step": 1, "scheduled": [["A", 1, 4, -1], ["B", 4, 0, 0], ["C", 3, 0, 0]], "preempted": [], "finished": ["A"], "num_free_blocks": 0, "new": ["B", "C"], "resumed": [], "running": 3, "waiting": 0, "num_scheduled_tokens": 8})");
+  CHECK(run.lines[2] == R"({"step": 2, "scheduled": [["B", 1, 4, -1]], "preempted": ["A"], "finished": [], "num_free_blocks": 1, "new": [], "resumed": [], "running": 2, "waiting": 1, "num_scheduled_tokens": 1})");
+}
+
 TEST_CASE("step clock: idle gaps jump to the next arrival; a request that never fits is stuck") {
   const std::vector<StepRequest> reqs{Req("a", {1, 2}, 1, 5), Req("b", {3}, 1, 9)};
   const Run run = Drive(reqs, Config(4, 10));
