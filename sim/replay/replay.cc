@@ -57,9 +57,15 @@ ReplayResult ReplayWithOffload(const RequestTrace& trace, const KvCacheManagerCo
   std::vector<BlockHash> hashes;
   std::vector<TokenId> tail;
   std::deque<RequestHandle> live;
+  // With a connector, vLLM's _connector_finished first frees the blocks that fell out of a
+  // sliding window (or old Mamba states), highest first, and only then the rest of the table.
+  auto finish = [&](RequestHandle h) {
+    m.RemoveSkippedBlocks(h, m.num_tokens(h));
+    m.RemoveRequest(h);
+  };
   auto complete_oldest = [&]() {
     if (live.empty()) return false;
-    m.RemoveRequest(live.front());
+    finish(live.front());
     live.pop_front();
     return true;
   };
@@ -125,7 +131,7 @@ ReplayResult ReplayWithOffload(const RequestTrace& trace, const KvCacheManagerCo
     }
     conn.RequestFinished(view.id);
     if (options.concurrency <= 0 || hit < 0) {
-      m.RemoveRequest(h);
+      finish(h);
     } else {
       live.push_back(h);
     }

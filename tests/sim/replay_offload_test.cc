@@ -106,5 +106,34 @@ TEST_CASE("Replay with a CPU tier leaves the GPU hits of the sample trace unchan
   CHECK(r.cpu_store_failures == 0);
 }
 
+
+TEST_CASE("Replay with a CPU tier: a finished request frees out-of-window blocks first",
+          "[offload]") {
+  // vLLM's _connector_finished runs remove_skipped_blocks before the free. Full attention +
+  // sliding window W = 17, block 16, dense retention, 8 usable blocks. A (64 tokens) holds full
+  // blocks 1-4 and window blocks 5-8. Finishing, its 3 out-of-window blocks go first, highest
+  // first (7, 6, 5), then the tables reversed (4, 3, 2, 1, then 8): free queue 7 6 5 4 3 2 1 8.
+  // X (16 other tokens) takes 7 and 6: A's window blocks 1 and 2. A again: the full group
+  // hits 48 (capped at 63), but the window needs the block just before the hit end: block 2
+  // (48) and block 1 (32) are gone, block 0 (16) is there → GPU hit 16. (Freed in table order
+  // instead, X would take full blocks 4 and 3 and A would hit 32.)
+  auto trace = RequestTrace::Parse(TokensLine(0, 64) + TokensLine(1000, 16) + TokensLine(0, 64),
+                                   "swa.jsonl");
+  REQUIRE(trace.ok());
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    auto kv = KvCacheManagerConfigFromHybrid("swa:17", 16, 9);
+    REQUIRE(kv.ok());
+    kv->semantics = sem;
+    kv->prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
+    const OffloadConnectorConfig off = Offload(*kv, 1);
+    ReplayOptions opts;
+    opts.per_request = true;
+    opts.offload = &off;
+    const ReplayResult r = Replay(*trace, *kv, opts);
+    REQUIRE(r.outcomes.size() == 3);
+    CHECK(r.outcomes[2].hit_tokens == 16);
+  }
+}
+
 }  // namespace
 }  // namespace kvsim
