@@ -2,8 +2,8 @@
 # The checked build (issue 12 §5), in its own build directory so the normal build keeps its
 # flags and ccache hits: AddressSanitizer + UndefinedBehaviorSanitizer (-DKVSIM_SANITIZE=ON,
 # gcc). Builds kvsim, core_tests, sim_tests and calibrate_tests and runs every unit and
-# scenario test of theirs (CTest label `sanitize`); any sanitizer report fails the test. scripts/fuzz.sh then
-# fuzzes the parsers against the same libraries.
+# scenario test of theirs (CTest label `sanitize`); any sanitizer report fails the test.
+# scripts/fuzz.sh then fuzzes the parsers against the same libraries.
 # Usage: scripts/sanitize.sh [BUILD_DIR] [JOBS]        (default build-sanitize, nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
