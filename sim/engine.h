@@ -55,6 +55,8 @@ class Engine {
   RunSummary Summary() const;
   const Metrics& metrics() const { return metrics_; }
   const KvCachePlan& plan() const { return plan_; }
+  // The instance's KV cache manager (the viewer reads the pool from a step-log sink).
+  const KvCacheManager& kv() const { return inst_.kv(); }
   const Scenario& scenario() const { return sc_; }
   const std::string& workload_description() const { return workload_desc_; }
   const std::string& workload_note() const { return workload_note_; }

@@ -335,6 +335,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
   auto emit = [&](const StepRecord& record) {
     ++summary.steps;
     summary.last_step = record.step;
+    if (config.observer) config.observer(record, inst.kv(), offload.get());
     if (sink) sink(record);
   };
 

@@ -52,6 +52,7 @@ struct StepClockConfig {
   // vLLM's CPU offloading tier (step-log.md §8); nullopt = none. Its semantics follow kv's.
   std::optional<OffloadConnectorConfig> offload;
   XferTiming xfer_timing = XferTiming::kInstant;
+  StepPoolObserver observer;  // optional
   int64_t max_steps = int64_t{1} << 31;  // a bound, not a knob: a run past it is an error
 };
 
@@ -121,6 +122,10 @@ struct StepClockSummary {
 };
 
 using StepRecordSink = std::function<void(const StepRecord&)>;
+// Sees the instance's KV cache manager (and the CPU tier's driver, or null) each time a record
+// is complete, before the sink gets it: the viewer snapshots the pools of every step with it.
+using StepPoolObserver =
+    std::function<void(const StepRecord&, const KvCacheManager&, const OffloadDriver*)>;
 
 // Runs every request to completion, calling `sink` once per step in step order. Fails (code
 // "stuck") when a waiting request can never be admitted and nothing else can change that.
