@@ -46,6 +46,12 @@ inline constexpr TokenId kFirstGeneratedTokenId = 1000000;  // + step that sampl
 // Prompts must be shorter than `max_model_len` (0 = no bound beyond the global size bound).
 Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path, int64_t max_model_len);
 
+struct StepRecord;
+// Sees the instance's KV cache manager (and the CPU tier's driver, or null) each time a record
+// is complete, before the sink gets it: the viewer snapshots the pools of every step with it.
+using StepPoolObserver =
+    std::function<void(const StepRecord&, const KvCacheManager&, const OffloadDriver*)>;
+
 struct StepClockConfig {
   KvCacheManagerConfig kv;  // one full-attention group at the scheduler's block size, usually
   SchedulerParams sched;    // sched.async_scheduling picks the clock's mode
@@ -122,10 +128,6 @@ struct StepClockSummary {
 };
 
 using StepRecordSink = std::function<void(const StepRecord&)>;
-// Sees the instance's KV cache manager (and the CPU tier's driver, or null) each time a record
-// is complete, before the sink gets it: the viewer snapshots the pools of every step with it.
-using StepPoolObserver =
-    std::function<void(const StepRecord&, const KvCacheManager&, const OffloadDriver*)>;
 
 // Runs every request to completion, calling `sink` once per step in step order. Fails (code
 // "stuck") when a waiting request can never be admitted and nothing else can change that.
