@@ -1,14 +1,40 @@
 #include "sim/instance/offload_driver.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/check.h"
 
 namespace kvsim {
 
+int64_t CopyLinkModel::JobNanos(int64_t num_blocks) const {
+  const double wire = static_cast<double>(num_blocks) * static_cast<double>(block_bytes) /
+                      std::max(bytes_per_ns, 1e-9);
+  return latency_ns + kernels_per_job * launch_ns + static_cast<int64_t>(std::ceil(wire));
+}
+
 OffloadDriver::OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv,
                              XferTiming timing)
     : connector_(config), kv_(kv), timing_(timing) {}
+
+OffloadDriver::OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv,
+                             const CopyLinkModel& link)
+    : connector_(config), kv_(kv), timing_(XferTiming::kInstant), timed_(true), link_(link) {}
+
+void OffloadDriver::Submit(PendingJob& j, int64_t now, int64_t num_blocks) {
+  int64_t& free_at = (j.is_load || link_.shared_link) ? h2d_free_ : d2h_free_;
+  const int64_t start = std::max(now, free_at);
+  j.output_step = start + link_.JobNanos(num_blocks);
+  j.submitted = true;
+  free_at = j.output_step;
+}
+
+int64_t OffloadDriver::NextCompletion() const {
+  int64_t t = -1;
+  for (const PendingJob& j : pending_)
+    if (j.submitted && (t < 0 || j.output_step < t)) t = j.output_step;
+  return t;
+}
 
 OffloadRequestView OffloadDriver::View(const SimRequest& r) const {
   OffloadRequestView v;
@@ -34,9 +60,11 @@ ExternalHit OffloadDriver::MatchedTokens(const SimRequest& r, int64_t gpu_hit_to
 void OffloadDriver::AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int64_t ext_tokens) {
   std::optional<LoadJob> job = connector_.OnAllocated(View(r), gpu_hit_tokens, ext_tokens);
   if (!job) return;
+  blocks_loaded_ += static_cast<int64_t>(job->keys.size());
   // Started in this step's execution, reported with its output (or the next one's).
   pending_.push_back({job->id, r.id, /*is_load=*/true,
-                      step_ + (timing_ == XferTiming::kNextStep ? 1 : 0), {}});
+                      step_ + (timing_ == XferTiming::kNextStep ? 1 : 0), {}, true});
+  if (timed_) Submit(pending_.back(), step_, static_cast<int64_t>(job->keys.size()));
   record_.loads.push_back({r.id, job->block_indices});
 }
 
@@ -47,9 +75,17 @@ bool OffloadDriver::LoadFinished(const SimRequest& r) {
 void OffloadDriver::BeginDecision(int64_t step) {
   step_ = step;
   record_ = OffloadStepRecord{};
+  if (timed_) {
+    // The worker starts the stores the previous decision planned as this step runs.
+    for (PendingJob& j : pending_)
+      if (!j.submitted) Submit(j, step, static_cast<int64_t>(j.block_indices.size()));
+  }
 }
 
 void OffloadDriver::Flush(OffloadJobId id) {
+  // Timed copies keep their link time: a flush only guarantees they are done before the GPU
+  // blocks are reused, which their completion by then already models closely enough.
+  if (timed_) return;
   for (PendingJob& j : pending_)
     if (j.id == id) j.output_step = std::min(j.output_step, step_);
 }
@@ -59,14 +95,14 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
   // Preempted requests: their in-flight stores are waited for before this step runs.
   for (const SimRequest* p : plan.preempted) {
     for (PendingJob& j : pending_)
-      if (j.request == p->id && !j.is_load) j.output_step = std::min(j.output_step, step_);
+      if (j.request == p->id && !j.is_load) Flush(j.id);
   }
   // A finished request's pending store whose source block this decision handed out again.
   for (const auto& [block, job] : source_blocks_)
     if (kv_->pool().ref_cnt(block) > 0) Flush(job);
   // No tracked request is unfinished: every copy is flushed (not the stores planned below).
   if (unfinished_tracked_.empty()) {
-    for (PendingJob& j : pending_) j.output_step = std::min(j.output_step, step_);
+    for (PendingJob& j : pending_) Flush(j.id);
   }
   // build_connector_meta → _build_store_jobs over the step's requests.
   std::vector<StoreCandidate> candidates;
@@ -98,7 +134,9 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
   record_.store_failures = static_cast<int64_t>(failures.size());
   const int64_t store_output = step_ + 1 + (timing_ == XferTiming::kNextStep ? 1 : 0);
   for (StoreJob& j : jobs) {
-    pending_.push_back({j.id, j.request, /*is_load=*/false, store_output, j.block_indices});
+    blocks_stored_ += static_cast<int64_t>(j.keys.size());
+    pending_.push_back(
+        {j.id, j.request, /*is_load=*/false, store_output, j.block_indices, !timed_});
     for (const EvictedOffloadBlock& e : j.evicted)
       record_.evicted.push_back({e.origin.request, e.origin.block_index});
     record_.stores.push_back({j.request, std::move(j.block_indices)});
@@ -108,7 +146,7 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
 
 void OffloadDriver::ApplyOutput(int64_t step) {
   // Completions are reported in submission order.
-  auto done = [&](const PendingJob& j) { return j.output_step <= step; };
+  auto done = [&](const PendingJob& j) { return j.submitted && j.output_step <= step; };
   completed_last_output_ = 0;
   for (const PendingJob& j : pending_) {
     if (!done(j)) continue;

@@ -35,6 +35,22 @@ namespace kvsim {
 
 enum class XferTiming : uint8_t { kInstant, kNextStep };
 
+// Timed copies (`kvsim run`): each job moves its blocks over the GPU's host link. A job of b
+// offloaded blocks takes latency + kernels · launch + b · block_bytes / bandwidth, where
+// block_bytes is one offloaded block on one TP rank (every layer, padding included) and
+// kernels the KV tensors the worker copies one kernel each. Jobs of one direction run one
+// after another in submission order; with `shared_link` loads and stores queue on one link.
+struct CopyLinkModel {
+  double bytes_per_ns = 55.0;  // per direction (PCIe Gen5 x16 ≈ 55 GB/s)
+  int64_t latency_ns = 10'000;
+  int64_t launch_ns = 5'000;   // per copy kernel
+  int64_t kernels_per_job = 1;
+  int64_t block_bytes = 0;     // one offloaded block, one rank
+  bool shared_link = false;
+
+  int64_t JobNanos(int64_t num_blocks) const;
+};
+
 // The §8 fields a decision produced. Requests are SimRequest ids; evicted blocks name the
 // request that first stored them and the offloaded block's index in it ("rid#i").
 struct OffloadStepRecord {
@@ -54,7 +70,12 @@ struct OffloadStepRecord {
 
 class OffloadDriver : public IKvConnector {
  public:
+  // Step clock: copies are reported per `timing`.
   OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv, XferTiming timing);
+  // Timed (`kvsim run`): BeginDecision/ApplyOutput take nanoseconds and copies take the link's
+  // time; a copy is visible to the first decision at or after its end.
+  OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv,
+                const CopyLinkModel& link);
 
   // ---- IKvConnector (called by Schedule) ----
   ExternalHit MatchedTokens(const SimRequest& r, int64_t gpu_hit_tokens) override;
@@ -64,15 +85,19 @@ class OffloadDriver : public IKvConnector {
   // ---- The driver's protocol ----
   // A request arrived (latest tracks it from now on).
   void RequestAdded(const SimRequest& r);
-  // Before decision `step`: the step that loads and stores planned now belong to.
+  // Before decision `step`: the step that loads and stores planned now belong to (timed: the
+  // decision's time in ns; the stores the previous decision planned start now).
   void BeginDecision(int64_t step);
   // After the decision: plans the step's store jobs (build_connector_meta) for the scheduled
   // requests of `plan` and, in latest, the requests in `finished` (finished since the previous
   // decision); flushes preempted requests' stores and, when no tracked request is unfinished,
   // every job. Returns what the decision started.
   OffloadStepRecord EndDecision(const StepPlan& plan, std::span<SimRequest* const> finished);
-  // The output of step `step` is applied: copies reported in it complete.
+  // The output of step `step` is applied: copies reported in it complete (timed: copies that
+  // ended by time `step`).
   void ApplyOutput(int64_t step);
+  // Timed: the earliest end of a copy in flight, or -1.
+  int64_t NextCompletion() const;
   // A request finished (request_finished), called before its blocks are freed: its state is
   // dropped once its copies are done; its pending stores' GPU source blocks are remembered.
   void RequestFinished(const SimRequest& r);
@@ -82,6 +107,9 @@ class OffloadDriver : public IKvConnector {
   int64_t completed_last_output() const { return completed_last_output_; }
 
   const OffloadConnector& connector() const { return connector_; }
+  // Totals (offloaded blocks) of the copies planned so far.
+  int64_t blocks_loaded() const { return blocks_loaded_; }
+  int64_t blocks_stored() const { return blocks_stored_; }
   int64_t num_cpu_blocks_used() const { return connector_.tier().num_resident(); }
   int64_t num_cpu_blocks_ready() const { return connector_.tier().num_ready(); }
 
@@ -90,15 +118,22 @@ class OffloadDriver : public IKvConnector {
     OffloadJobId id = -1;
     int64_t request = 0;
     bool is_load = false;
-    int64_t output_step = 0;  // reported finished in the output of this step
+    int64_t output_step = 0;  // reported finished in the output of this step (timed: ns)
     std::vector<int64_t> block_indices;  // stores: the offloaded blocks copied
+    bool submitted = true;    // timed: a store waits for the next step to start
   };
+  // Timed: puts job `j` on its link from `now`.
+  void Submit(PendingJob& j, int64_t now, int64_t num_blocks);
   void Flush(OffloadJobId id);
   OffloadRequestView View(const SimRequest& r) const;
 
   OffloadConnector connector_;
   const KvCacheManager* kv_;
   XferTiming timing_;
+  bool timed_ = false;
+  CopyLinkModel link_;
+  int64_t h2d_free_ = 0, d2h_free_ = 0;  // timed: when each direction's queue drains
+  int64_t blocks_loaded_ = 0, blocks_stored_ = 0;
   int64_t step_ = 0;
   int64_t completed_last_output_ = 0;
   std::vector<PendingJob> pending_;                 // in submission order

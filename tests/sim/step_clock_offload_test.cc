@@ -269,5 +269,19 @@ TEST_CASE("offload: conservation and tier bounds on a tight multi-turn stream, e
           }
 }
 
+
+TEST_CASE("offload: a timed copy takes latency + kernel launches + bytes over the link") {
+  // 3 offloaded blocks of 1 MiB over 55 bytes/ns: ⌈3 · 1048576 / 55⌉ = 57196 ns on the wire,
+  // + 10 µs latency + 2 kernels × 5 µs.
+  CopyLinkModel link;
+  link.bytes_per_ns = 55.0;
+  link.latency_ns = 10'000;
+  link.launch_ns = 5'000;
+  link.kernels_per_job = 2;
+  link.block_bytes = 1 << 20;
+  CHECK(link.JobNanos(3) == 10'000 + 10'000 + 57'196);
+  CHECK(link.JobNanos(0) == 20'000);
+}
+
 }  // namespace
 }  // namespace kvsim
