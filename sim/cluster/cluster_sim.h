@@ -151,7 +151,10 @@ class ClusterSim {
   void TraceRequests();
   void TraceNetwork();
   std::vector<InstanceLoad> Loads(bool prefill) const;
-  std::vector<BlockHash> RouteHashes(const RequestSpec& spec) const;
+  // The prompt of `spec`, built into prompt_buf_ (valid until the next call): specs keep
+  // recipes, and ids exist only while a router or a KV manager reads them.
+  const std::vector<TokenId>& PromptOf(const RequestSpec& spec);
+  std::vector<BlockHash> RouteHashes(const std::vector<TokenId>& prompt) const;
 
   Scenario sc_;
   ClusterSetup setup_;
@@ -175,6 +178,7 @@ class ClusterSim {
   int64_t hash_block_ = 16;
   double flow_cap_ = 0;  // bytes per ns; 0 = none
   std::vector<TokenId> token_buf_;  // one request's new output tokens (reused every step)
+  std::vector<TokenId> prompt_buf_;  // PromptOf
   std::vector<RequestSpec> follow_buf_;
   TraceRecorder* trace_ = nullptr;
 };

@@ -53,6 +53,9 @@ class TraceWorkload : public IWorkload {
   std::string Describe() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
 
+ protected:
+  void AppendStored(const PromptPart& part, std::vector<TokenId>& out) const override;
+
  private:
   TraceWorkload(const WorkloadConfig& config, uint64_t seed);
   WorkloadConfig config_;
