@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/engine_common.h"
+#include "sim/scenario/offload_section.h"
 
 namespace kvsim {
 

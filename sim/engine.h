@@ -33,7 +33,7 @@
 #include "sim/instance/engine_instance.h"
 #include "sim/instance/step_clock.h"
 #include "sim/metrics.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 #include "sim/scheduler/scheduler.h"
 #include "sim/trace_export.h"
 #include "sim/workload/i_workload.h"

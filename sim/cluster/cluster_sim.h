@@ -40,7 +40,7 @@
 #include "sim/event.h"
 #include "sim/event_queue.h"
 #include "sim/metrics.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 #include "sim/trace_export.h"
 #include "sim/workload/i_workload.h"
 

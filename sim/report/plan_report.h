@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/page_planner.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim {
 

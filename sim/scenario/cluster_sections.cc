@@ -6,8 +6,8 @@
 #include <set>
 
 #include "sim/cluster/router.h"
-#include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_loader.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim {
 namespace {

@@ -17,8 +17,8 @@
 
 #include <memory>
 
-#include "sim/scenario/sim_sections.h"
 #include "sim/workload/i_workload.h"
+#include "sim/workload/workload_config.h"
 
 namespace kvsim {
 

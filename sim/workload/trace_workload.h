@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario/sim_sections.h"
 #include "sim/trace/request_trace.h"
 #include "sim/workload/i_workload.h"
+#include "sim/workload/workload_config.h"
 
 namespace kvsim {
 

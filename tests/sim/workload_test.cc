@@ -8,9 +8,9 @@
 #include <fstream>
 #include <map>
 
-#include "sim/scenario/sim_sections.h"
 #include "sim/workload/synthetic_workload.h"
 #include "sim/workload/trace_workload.h"
+#include "sim/workload/workload_config.h"
 
 namespace kvsim {
 namespace {
