@@ -1,13 +1,15 @@
 #include "sim/cluster/cluster_sim.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <fmt/format.h>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/cost_model.h"
 #include "core/kv_cache_manager.h"
+#include "sim/csv.h"
 #include "sim/engine_common.h"
 #include "sim/kv_adapter.h"
 #include "sim/report/plan_report.h"
@@ -791,6 +793,34 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
     const LinkSummary& l = s.links[i];
     out += fmt::format("  {:<28} {:>6.1f}%  {} at {:.0f} GB/s\n", l.name, 100.0 * l.utilisation,
                        HumanBytes(l.bytes), l.capacity_gbytes_per_s);
+  }
+  return out;
+}
+
+std::string ClusterRequestsCsv(const ClusterSim& sim) {
+  std::string out =
+      "id,prompt_tokens,output_tokens,prefill_instance,decode_instance,arrival_ms,ttft_ms,"
+      "queue_ms,prefill_ms,transfer_ms,first_decode_ms,wire_ms,e2e_ms,prefill_hit_tokens,"
+      "decode_hit_tokens,transfer_tokens,descriptors,bytes,save_relayout_bytes,"
+      "receive_relayout_bytes,status\n";
+  auto ms = [](Tick t) { return CsvNumber(TicksToMs(t)); };
+  for (const PdRecord& r : sim.records()) {
+    if (!r.arrived) continue;
+    const bool done = r.finish >= 0;
+    out += fmt::format("{},{},{},{},{},{},", r.id, r.prompt_tokens, r.output_tokens,
+                       r.prefill_instance, r.decode_instance, ms(r.arrival));
+    if (done) {
+      out += fmt::format("{},{},{},{},{},{},{},", ms(r.first_token - r.arrival),
+                         ms(r.prefill_start - r.arrival), ms(r.prefill_end - r.prefill_start),
+                         ms(r.kv_ready - r.prefill_end), ms(r.first_token - r.kv_ready),
+                         ms(r.wire_end - r.wire_start), ms(r.finish - r.arrival));
+    } else {
+      out += ",,,,,,,";
+    }
+    out += fmt::format("{},{},{},{},{},{},{},{}\n", r.prefill_hit_tokens, r.decode_hit_tokens,
+                       r.transfer_tokens, r.descriptors, r.bytes, r.save_relayout_bytes,
+                       r.receive_relayout_bytes,
+                       r.rejected ? "rejected" : (done ? "finished" : "unfinished"));
   }
   return out;
 }

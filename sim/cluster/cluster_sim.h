@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/cluster/cluster_setup.h"
 #include "sim/cluster/flow_network.h"
@@ -124,6 +124,7 @@ class ClusterSim {
   const std::vector<PdRecord>& records() const { return records_; }
   const ClusterSetup& setup() const { return setup_; }
   const std::string& workload_description() const { return workload_desc_; }
+  Tick now() const { return now_; }
   // Checks every instance's KV manager invariants and that no transfer is lost.
   void CheckInvariants() const;
 
@@ -185,5 +186,7 @@ class ClusterSim {
 
 nlohmann::json ClusterSummaryToJson(const ClusterSummary& s);
 std::string FormatClusterSummary(const ClusterSummary& s);
+// requests.csv of a run: one row per arrived request (docs/columns.md).
+std::string ClusterRequestsCsv(const ClusterSim& sim);
 
 }  // namespace kvsim

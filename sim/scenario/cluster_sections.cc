@@ -225,6 +225,11 @@ void ParseTransfer(ConfigReader& cluster, const std::string& source, ClusterConf
 
 }  // namespace
 
+bool IsClusterTree(const ConfigNode& tree) {
+  const ConfigNode* c = tree.Find("cluster");
+  return c != nullptr && c->is_map();
+}
+
 void ParseClusterSection(ConfigReader& root, const ConfigNode* tree, Scenario& sc) {
   ConfigReader c = root.Map("cluster",
                             "prefill/decode disaggregation: pools, topology, router, transfer");

@@ -24,6 +24,10 @@ namespace kvsim {
 
 struct Scenario;
 
+// Whether a merged scenario tree describes a P/D cluster: it has a `cluster:` map (the rule
+// ParseClusterSection applies; `cluster: null` is a single engine).
+bool IsClusterTree(const ConfigNode& tree);
+
 // Reads `cluster` from the root (and, in describe mode, documents every key). `tree` is the
 // whole merged scenario tree (null in describe mode): pools are parsed from it.
 void ParseClusterSection(ConfigReader& root, const ConfigNode* tree, Scenario& sc);

@@ -76,12 +76,6 @@ Result<std::vector<Axis>> ReadAxes(const ConfigNode& sweep) {
 
 }  // namespace
 
-std::string LabelOf(const std::vector<std::pair<std::string, std::string>>& labels) {
-  std::string s;
-  for (const auto& [k, v] : labels) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s;
-}
-
 std::string SweepPoint::Label() const { return LabelOf(labels); }
 
 void SetAtPath(ConfigNode& root, const std::string& path, const ConfigNode& node) {

@@ -5,6 +5,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sim/metrics_output.h"

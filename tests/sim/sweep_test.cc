@@ -3,8 +3,6 @@
 // failed points counted).
 #include "sim/sweep/sweep_runner.h"
 
-#include "sim/cluster/cluster_run.h"
-
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -193,7 +191,7 @@ TEST_CASE("sweep: failed points are counted in the tally, resumed rows included"
   SweepTally tally;
   REQUIRE(RunSweep(t, "sweep.yaml", o, log, &tally).ok());
   CHECK(tally.complete);
-  CHECK_FALSE(tally.cluster);
+  CHECK(tally.kinds == std::vector<std::string>{"engine"});
   CHECK(tally.points == 4);
   CHECK(tally.failed == std::vector<int64_t>{1, 3});  // 1 from the journal, 3 from this run
   CHECK(log.str().find("2 FAILED (points 1 3;") != std::string::npos);
@@ -240,24 +238,26 @@ TEST_CASE("sweep: P/D cluster points run the cluster simulation, one row of clus
   SweepTally ta, tb;
   REQUIRE(RunSweep(Tree(kCluster), "sweep.yaml", a, log, &ta).ok());
   REQUIRE(RunSweep(Tree(kCluster), "sweep.yaml", b, log, &tb).ok());
-  CHECK(ta.cluster);
+  CHECK(ta.kinds == std::vector<std::string>{"pd"});
   CHECK(ta.points == 4);
   CHECK(ta.failed.empty());
   const std::string csv = Slurp(SweepCsvPath(a));
   CHECK(csv == Slurp(SweepCsvPath(b)));
-  CHECK(csv.rfind(SweepCsvHeader({"cluster.prefill.count", "cluster.decode.count"}, true) + "\n",
+  const RowSchema schema = RowSchemaFor({&ClusterKind()});
+  CHECK(csv.rfind(SweepCsvHeader({"cluster.prefill.count", "cluster.decode.count"}, schema) + "\n",
                   0) == 0);
   CHECK(csv.find("\n0,1,1,ok,40,0,0,") != std::string::npos);  // all 40 requests finished
   CHECK(csv.find("\n3,2,2,ok,40,0,0,") != std::string::npos);
   // The row equals what RunPoint reports for the same point (the `kvsim run` path).
   auto pts = ExpandSweep(Tree(kCluster));
   REQUIRE(pts.ok());
-  PointResult r = RunPoint(pts.value()[2], "sweep.yaml", {});
+  const SweepPoint& p = pts.value()[2];
+  PointResult r = RunPoint(p.index, p.labels, p.tree, "sweep.yaml", {});
   REQUIRE(r.status.ok());
-  CHECK(r.cluster);
-  CHECK(r.cluster_summary.finished == 40);
-  CHECK(r.cluster_summary.transferred_requests == 40);
-  CHECK(csv.find("\n" + SweepCsvRow(r, true, IdentifySweep(Tree(kCluster), 4)) + "\n") !=
+  CHECK(r.kind == &ClusterKind());
+  CHECK(r.metrics.Number("finished") == 40);
+  CHECK(r.metrics.Number("transferred_requests") == 40);
+  CHECK(csv.find("\n" + SweepCsvRow(r, schema, IdentifySweep(Tree(kCluster), 4)) + "\n") !=
         std::string::npos);
   fs::remove_all(dir);
 }
@@ -283,9 +283,9 @@ TEST_CASE("sweep: a P/D point whose setup is invalid is an error row with the cl
   REQUIRE(line.size() > identity.size());
   CHECK(line.substr(line.size() - identity.size()) == identity);
   line.resize(line.size() - identity.size());
-  CHECK(line.size() > ClusterSweepColumns().size());
-  CHECK(line.substr(line.size() - ClusterSweepColumns().size()) ==
-        std::string(ClusterSweepColumns().size(), ','));
+  const size_t ncols = ClusterKind().columns.size();
+  CHECK(line.size() > ncols);
+  CHECK(line.substr(line.size() - ncols) == std::string(ncols, ','));
   fs::remove_all(dir);
 }
 
