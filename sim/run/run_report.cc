@@ -51,8 +51,10 @@ std::string Json(const std::vector<const PointResult*>& results, const RunReport
 }
 
 // The tables of a run: one per kind present, in order of first appearance; a point whose
-// scenario did not parse (no kind) joins the first table.
-std::string Tables(const std::vector<const PointResult*>& results, const RunReportOptions& o) {
+// scenario did not parse (no kind) joins the first table. `like` (optional) sets every
+// table's indent and gap, so that the tables of a mixed run line up under one header.
+std::string Tables(const std::vector<const PointResult*>& results, const RunReportOptions& o,
+                   const TableLayout* like) {
   std::vector<const SimulationKind*> order;
   for (const PointResult* r : results) {
     if (r->kind && std::find(order.begin(), order.end(), r->kind) == order.end()) {
@@ -76,7 +78,12 @@ std::string Tables(const std::vector<const PointResult*>& results, const RunRepo
       rows.push_back(std::move(row));
     }
     if (!out.empty()) out += "\n";
-    out += FormatTable(k->table, rows);
+    TableLayout layout = k->table;
+    if (like) {
+      layout.indent = like->indent;
+      layout.gap = like->gap;
+    }
+    out += FormatTable(layout, rows);
   }
   return out;
 }
@@ -119,15 +126,22 @@ RunReport FormatRun(const std::vector<const PointResult*>& results, const RunRep
       if (r->status.ok()) out += r->report;
     }
   } else if (only_reports) {
-    out += Tables(results, o);
+    out += Tables(results, o, nullptr);
   } else {
+    const TableLayout* like = nullptr;
+    for (const PointResult* r : results) {
+      if (r->kind && r->kind->presentation == Presentation::kHeaderThenTable) {
+        like = &r->kind->table;
+        break;
+      }
+    }
     for (const PointResult* r : results) {
       if (r->status.ok() && r->kind->presentation == Presentation::kHeaderThenTable) {
         out += r->report;
         break;
       }
     }
-    out += "\n" + Tables(results, o);
+    out += "\n" + Tables(results, o, like);
     for (const PointResult* r : results) {
       if (r->status.ok() && !r->rejections.empty()) {
         out += "  " + (o.many ? LabelOf(r->labels) + ": " : "") + r->rejections + "\n";

@@ -15,9 +15,11 @@ Status AxisError(const SourcePos& pos, const std::string& msg) {
   return Status::Error("bad_sweep", pos.ToString() + ": sweep: " + msg);
 }
 
+// A point's label value: a scalar as written; a map or list on one line, so that labels
+// and CSV fields stay one line each (a sweep axis may switch whole sections, `cluster`).
 std::string ValueText(const ConfigNode& n) {
   if (n.is_scalar()) return n.scalar;
-  return ToYaml(n);
+  return ToFlowYaml(n);
 }
 
 Result<std::vector<Axis>> ReadAxes(const ConfigNode& sweep) {
