@@ -4,6 +4,14 @@
 #               kv_cache_spec.h, check.h, status.h) and kernels itself
 #   sim      -> core and sim (never viz or kernels)
 #   viz      -> core, sim and viz (never kernels)
+# and inside sim/, the layers (sim/run/ and sim/sweep/ headers say why):
+#   components (workload scheduler instance cluster replay trace config calibrate report)
+#            -> never scenario/, run/ or sweep/: the scenario parses into their config
+#               structs, run/ drives them, sweep/ drives run/
+#   run      -> never sweep/ (a sweep is points run one by one)
+#   sweep    -> never a simulation (cluster/, the engine, instance/, scheduler/, workload/):
+#               it sees points and rows (sim/run/point.h)
+# and nlohmann/json.hpp in no header (<nlohmann/json_fwd.hpp> declares what they need).
 set(failures "")
 function(check_dir dir pattern why)
   file(GLOB_RECURSE files ${ROOT}/${dir}/*.h ${ROOT}/${dir}/*.cc ${ROOT}/${dir}/*.cu ${ROOT}/${dir}/*.cuh)
@@ -22,6 +30,22 @@ check_dir(sim "[<\"](viz|kernels)/|imgui|GLFW" "sim may use core only")
 check_dir(viz "[<\"]kernels/" "viz never depends on kernels")
 check_dir(kernels "[<\"](sim|viz|apps)/|yaml-cpp|imgui" "kernels see core's header-only set only")
 check_dir(kernels "[<\"]core/(page_planner|model_spec|block_pool|kv_cache_manager|block_hash|cost_model)" "kernels see core's header-only set only")
+foreach(comp workload scheduler instance cluster replay trace config calibrate report)
+  check_dir(sim/${comp} "[<\"]sim/(scenario|run|sweep)/"
+            "a component never includes the layers that parse, run or sweep it")
+endforeach()
+check_dir(sim/run "[<\"]sim/sweep/" "run is below sweep")
+check_dir(sim/sweep "[<\"]sim/(cluster|instance|scheduler|workload)/|[<\"]sim/engine"
+          "the sweep sees points and rows (sim/run/point.h), never a simulation")
+file(GLOB_RECURSE headers ${ROOT}/core/*.h ${ROOT}/sim/*.h ${ROOT}/viz/*.h ${ROOT}/apps/*.h
+     ${ROOT}/kernels/*.h)
+foreach(f ${headers})
+  file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]nlohmann/json.hpp")
+  if(lines)
+    file(RELATIVE_PATH rel ${ROOT} ${f})
+    set(failures "${failures}\n  ${rel}: includes nlohmann/json.hpp (a header takes <nlohmann/json_fwd.hpp>)")
+  endif()
+endforeach()
 # yaml-cpp stays inside the scenario loader
 file(GLOB_RECURSE simfiles ${ROOT}/sim/*.h ${ROOT}/sim/*.cc)
 foreach(f ${simfiles})

@@ -11,7 +11,7 @@ packages=(
   cmake g++ ninja-build pkg-config ccache make
   libboost-graph-dev libeigen3-dev libcatch2-dev
   libimgui-dev libstb-dev libglfw3-dev libgl-dev
-  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libyaml-cpp-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libbenchmark-dev libxxhash-dev
   xvfb xauth libgl1-mesa-dri python3-matplotlib
 )
@@ -73,8 +73,9 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# Name catch2 from backports explicitly: libspdlog-dev depends on catch2, and Catch2 v3 breaks
-# the bookworm catch2 (v2). Naming only this package keeps everything else on bookworm.
+# Name catch2 from backports explicitly: libcatch2-dev (v3) depends on catch2 and breaks the
+# bookworm catch2 (v2), which apt would otherwise prefer (backports are pinned lower).
+# Naming only this package keeps everything else on bookworm.
 extra=()
 if [ $needs_backports -eq 1 ]; then extra+=("catch2/bookworm-backports"); fi
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" "${extra[@]}"

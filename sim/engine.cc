@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/engine_common.h"
+#include "sim/scenario/offload_section.h"
 
 namespace kvsim {
 
@@ -71,9 +72,8 @@ void Engine::PullOpenLoop() {
   // The request reaches the scheduler after intake (HTTP, tokenization); its clock for
   // TTFT and E2E starts at the client's send time, spec.arrival. Open-loop arrivals enter
   // in send order (the next one is pulled when this one enters, so never before now).
-  const Tick t = std::max(now_, next->arrival +
-                                    cost_.IntakeNanos(static_cast<int64_t>(next->prompt.size())));
-  arriving_.emplace(id, std::move(*next));
+  const Tick t = std::max(now_, next->arrival + cost_.IntakeNanos(next->num_prompt_tokens));
+  Announce(std::move(*next));
   queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(id) | (uint64_t{1} << 63));
 }
 
@@ -118,32 +118,38 @@ void Engine::Run() {
 void Engine::OnArrival(int64_t id) {
   auto it = arriving_.find(id);
   KVSIM_CHECK(it != arriving_.end());
-  auto l = std::make_unique<Live>();
+  auto owned = std::make_unique<Live>();
+  Live* l = owned.get();
   l->spec = std::move(it->second);
   arriving_.erase(it);
-  SimRequest& r = l->req;
+  --footprint_.pending;
+  SimRequest& r = *l;
   r.id = id;
   r.arrival_tick = now_;
-  r.num_prompt_tokens = static_cast<int64_t>(l->spec.prompt.size());
+  r.num_prompt_tokens = l->spec.num_prompt_tokens;
   r.max_output_tokens = std::max<int64_t>(1, l->spec.max_output_tokens);
   RequestRecord& rec = metrics_.Arrive(id);
   rec.group = l->spec.group;
   rec.turn = l->spec.turn;
   rec.arrival = l->spec.arrival;
   rec.prompt_tokens = r.num_prompt_tokens;
-  if (static_cast<size_t>(id) >= live_.size()) live_.resize(static_cast<size_t>(id) + 1);
   if (r.num_prompt_tokens < 1 || r.num_prompt_tokens >= inst_.params().max_model_len ||
       inst_.kv().BlocksNeededFresh(r.num_prompt_tokens) > plan_.usable_blocks()) {
     Reject(*l);
+    Release(l->spec);
     return;
   }
-  inst_.Add(&l->req, l->spec.prompt);
-  live_[static_cast<size_t>(id)] = std::move(l);
+  // The prompt's ids exist only while the KV manager hashes them (it keeps the hashes and
+  // the unfinished last block); the request keeps its recipe.
+  workload_->BuildPrompt(l->spec, prompt_buf_);
+  inst_.Add(l, prompt_buf_);
+  live_.emplace(id, std::move(owned));
+  footprint_.live_max = std::max(footprint_.live_max, static_cast<int64_t>(live_.size()));
   RequestSchedule();
 }
 
 void Engine::Reject(Live& l) {
-  RequestRecord& rec = metrics_.record(l.req.id);
+  RequestRecord& rec = metrics_.record(l.id);
   rec.rejected = true;
   // A rejected request still ends its session/tree branch.
   EndForWorkload(l.spec, 0);
@@ -154,8 +160,8 @@ void Engine::EndForWorkload(const RequestSpec& spec, int64_t output_tokens) {
   workload_->OnFinish(spec, output_tokens, now_, follow_buf_);
   for (RequestSpec& f : follow_buf_) {
     const int64_t fid = f.id;
-    const Tick t = f.arrival + cost_.IntakeNanos(static_cast<int64_t>(f.prompt.size()));
-    arriving_.emplace(fid, std::move(f));
+    const Tick t = f.arrival + cost_.IntakeNanos(f.num_prompt_tokens);
+    Announce(std::move(f));
     queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(fid));
   }
 }
@@ -180,10 +186,12 @@ void Engine::OnSchedule() {
       // Nothing runs and the head of the queue still cannot be admitted: it never will be
       // (the cache is as empty as it gets). Reject it so the run cannot hang.
       SimRequest* head = state.waiting.front();
-      Live& l = *live_[static_cast<size_t>(head->id)];
+      const int64_t id = head->id;
+      Live& l = LiveOf(*head);
       inst_.Drop(head);
       Reject(l);
-      live_[static_cast<size_t>(head->id)].reset();
+      Release(l.spec);
+      live_.erase(id);
       RequestSchedule();
       return;
     }
@@ -248,7 +256,7 @@ void Engine::OnStepEnd() {
         }
         const int64_t gen =
             std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
-        Live& l = *live_[static_cast<size_t>(r.id)];
+        Live& l = LiveOf(r);
         for (int64_t k = 0; k < gen; ++k) {
           tokens.push_back(OutputToken(l.spec.output_seed, r.num_output_tokens + k, vocab));
         }
@@ -283,7 +291,7 @@ void Engine::OnStepEnd() {
     (*step_log_)(step_record_);
   }
   inst_.ReleaseFinished(finished_buf_);
-  for (SimRequest* p : finished_buf_) Finish(*live_[static_cast<size_t>(p->id)]);
+  for (SimRequest* p : finished_buf_) Finish(LiveOf(*p));
   step_.scheduled.clear();
   step_.preempted.clear();
   if (next_decided_) {
@@ -321,15 +329,27 @@ void Engine::RecordDecision(const StepPlan& plan, StepRecord& rec) {
 }
 
 void Engine::Finish(Live& l) {
-  const int64_t id = l.req.id;
+  const int64_t id = l.id;
   RequestRecord& rec = metrics_.record(id);
   rec.finish = l.last_emit;
-  rec.output_tokens = l.req.num_output_tokens;
-  rec.preemptions = l.req.num_preemptions;
+  rec.output_tokens = l.num_output_tokens;
+  rec.preemptions = l.num_preemptions;
   if (trace_) trace_->RequestPhase(id, "decode", rec.first_token, now_);
-  EndForWorkload(l.spec, l.req.num_output_tokens);
-  live_[static_cast<size_t>(id)].reset();
+  EndForWorkload(l.spec, l.num_output_tokens);
+  Release(l.spec);
+  live_.erase(id);
 }
+
+void Engine::Announce(RequestSpec&& spec) {
+  ++footprint_.pending;
+  footprint_.pending_max = std::max(footprint_.pending_max, footprint_.pending);
+  footprint_.spec_bytes += spec.bytes();
+  footprint_.spec_bytes_max = std::max(footprint_.spec_bytes_max, footprint_.spec_bytes);
+  const int64_t id = spec.id;
+  arriving_.emplace(id, std::move(spec));
+}
+
+void Engine::Release(const RequestSpec& spec) { footprint_.spec_bytes -= spec.bytes(); }
 
 RunSummary Engine::Summary() const {
   const int64_t total = plan_.total_bytes();

@@ -33,12 +33,22 @@
 #include "sim/instance/engine_instance.h"
 #include "sim/instance/step_clock.h"
 #include "sim/metrics.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 #include "sim/scheduler/scheduler.h"
 #include "sim/trace_export.h"
 #include "sim/workload/i_workload.h"
 
 namespace kvsim {
+
+// What the engine holds for requests, now and at most during the run: requests that have
+// entered (waiting or running), requests announced but not arrived (the next open-loop
+// arrival, follow-ups in their think time), and the bytes of their specs. None of it grows
+// with the workload's size, only with what is in flight (tests bound it).
+struct RequestFootprint {
+  int64_t live_max = 0;
+  int64_t pending = 0, pending_max = 0;
+  int64_t spec_bytes = 0, spec_bytes_max = 0;
+};
 
 class Engine {
  public:
@@ -61,13 +71,16 @@ class Engine {
   const std::string& workload_description() const { return workload_desc_; }
   const std::string& workload_note() const { return workload_note_; }
   Tick now() const { return now_; }
+  const RequestFootprint& footprint() const { return footprint_; }
 
  private:
-  struct Live {
-    SimRequest req;
+  // A request in the engine. The scheduler sees it as its SimRequest base, so the engine
+  // gets from a scheduled request to its spec without a lookup.
+  struct Live : SimRequest {
     RequestSpec spec;
     Tick last_emit = -1;
   };
+  static Live& LiveOf(SimRequest& r) { return static_cast<Live&>(r); }
 
   Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig& kv_config,
          const SchedulerParams& params, std::unique_ptr<IWorkload> workload);
@@ -79,6 +92,10 @@ class Engine {
   void OnStepEnd();
   void Finish(Live& l);
   void Reject(Live& l);
+  // Footprint bookkeeping: a spec is announced when its arrival event is queued and released
+  // when its request is over.
+  void Announce(RequestSpec&& spec);
+  void Release(const RequestSpec& spec);
   // Tells the workload a request is over (finished, or rejected with 0 outputs) and queues
   // the follow-up arrivals it returns.
   void EndForWorkload(const RequestSpec& spec, int64_t output_tokens);
@@ -103,8 +120,11 @@ class Engine {
   bool async_ = false;
   int64_t step_index_ = 0;  // executed steps so far
 
-  std::vector<std::unique_ptr<Live>> live_;  // by request id; null once finished
+  // Only the requests in flight: entered (waiting or running) and announced (arrival queued).
+  std::unordered_map<int64_t, std::unique_ptr<Live>> live_;
   std::unordered_map<int64_t, RequestSpec> arriving_;  // specs of pushed arrival events
+  RequestFootprint footprint_;
+  std::vector<TokenId> prompt_buf_;  // the prompt being handed to the KV manager
   bool open_loop_done_ = false;
   bool step_in_flight_ = false;
   bool schedule_pending_ = false;

@@ -10,7 +10,7 @@
 #include "core/kv_cache_manager.h"
 #include "core/page_planner.h"
 #include "core/status.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 #include "sim/scheduler/scheduler.h"
 #include "sim/workload/rng.h"
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "sim/output_file.h"
 
@@ -106,93 +107,6 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
                        r.prompt_tokens, r.output_tokens, r.cached_tokens, r.preemptions, status);
   }
   return WriteFileAtomically(dir + "/requests.csv", csv);
-}
-
-const std::vector<std::string>& SweepMetricColumns() {
-  static const std::vector<std::string> kCols = {
-      "attn_block_size", "num_blocks",       "padding_pct",     "finished",
-      "rejected",        "prefix_hit_rate",  "ttft_mean_ms",    "ttft_p50_ms",
-      "ttft_p90_ms",     "ttft_p99_ms",      "tpot_mean_ms",    "tpot_p90_ms",
-      "itl_p50_ms",      "itl_p99_ms",       "e2e_mean_ms",     "e2e_p99_ms",
-      "output_tok_s",    "total_tok_s",      "requests_s",      "preemptions",
-      "kv_usage_mean",   "kv_usage_max",     "padding_gib_in_use", "makespan_s",
-      "steps"};
-  return kCols;
-}
-
-std::vector<std::string> SweepMetricValues(const Engine& e, const RunSummary& s) {
-  const KvCachePlan& p = e.plan();
-  return {std::to_string(p.attn_block_size),
-          std::to_string(p.num_blocks),
-          CsvNumber(100.0 * p.padding_fraction()),
-          std::to_string(s.requests_finished),
-          std::to_string(s.requests_rejected),
-          CsvNumber(s.prefix_hit_rate),
-          CsvNumber(s.ttft_ms.mean),
-          CsvNumber(s.ttft_ms.p50),
-          CsvNumber(s.ttft_ms.p90),
-          CsvNumber(s.ttft_ms.p99),
-          CsvNumber(s.tpot_ms.mean),
-          CsvNumber(s.tpot_ms.p90),
-          CsvNumber(s.itl_ms.p50),
-          CsvNumber(s.itl_ms.p99),
-          CsvNumber(s.e2e_ms.mean),
-          CsvNumber(s.e2e_ms.p99),
-          CsvNumber(s.output_throughput),
-          CsvNumber(s.total_throughput),
-          CsvNumber(s.request_throughput),
-          std::to_string(s.preemptions),
-          CsvNumber(s.kv_usage_mean),
-          CsvNumber(s.kv_usage_max),
-          CsvNumber(s.padding_bytes_in_use_mean / (1024.0 * 1024.0 * 1024.0)),
-          CsvNumber(s.makespan_s),
-          std::to_string(s.steps)};
-}
-
-std::string CsvNumber(double v) { return fmt::format("{:.6g}", v); }
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
-
-std::string FormatRunTable(const std::string& title, const std::vector<TableRow>& rows) {
-  size_t w = 5;
-  for (const auto& r : rows) w = std::max(w, r.label.size());
-  std::string out = title.empty() ? "" : title + "\n";
-  out += fmt::format("  {:<{}}  {:>6}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}  {:>8}  {:>7}  {:>8}\n",
-                     "point", w, "block", "hit rate", "TTFT ms", "TTFT p90", "TPOT ms",
-                     "out tok/s", "preempt", "KV use", "pad MiB");
-  for (const auto& r : rows) {
-    if (!r.ok) {
-      out += fmt::format("  {:<{}}  error: {}\n", r.label, w, r.error);
-      continue;
-    }
-    const RunSummary& s = r.summary;
-    if (s.requests_finished == 0) {
-      out += fmt::format(
-          "  {:<{}}  {:>6}  {:>8}  {:>9}  {:>9}  {:>9}  {:>10}  {:>8}  {:>7}  {:>8}\n", r.label,
-          w, r.block_size, "n/a", "n/a", "n/a", "n/a", "n/a", s.preemptions, "n/a", "n/a");
-      continue;
-    }
-    out += fmt::format(
-        "  {:<{}}  {:>6}  {:>7.1f}%  {:>9.1f}  {:>9.1f}  {:>9.2f}  {:>10.0f}  {:>8}  {:>6.1f}%  "
-        "{:>8.1f}\n",
-        r.label, w, r.block_size, 100.0 * s.prefix_hit_rate, s.ttft_ms.mean, s.ttft_ms.p90,
-        s.tpot_ms.mean, s.output_throughput, s.preemptions, 100.0 * s.kv_usage_mean,
-        s.padding_bytes_in_use_mean / (1024.0 * 1024.0));
-  }
-  for (const auto& r : rows) {
-    if (r.ok && !r.rejections.empty()) {
-      out += fmt::format("  {}{}\n", rows.size() > 1 ? r.label + ": " : "", r.rejections);
-    }
-  }
-  return out;
 }
 
 std::string DescribeRejections(const Engine& e) {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/page_planner.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim::viz {
 

@@ -1,5 +1,6 @@
 // kvsim layout: print the KV cache plan of a scenario.
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "apps/kvsim/commands.h"
 #include "sim/report/plan_report.h"

@@ -14,6 +14,7 @@
 #include "core/kv_cache_manager.h"
 #include "core/offload/offload_config.h"
 #include "sim/replay/replay.h"
+#include "sim/scenario/offload_section.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/trace/request_trace.h"
 

@@ -6,8 +6,9 @@
 // `--shard K/N` runs the points with index % N == K (0-based) into
 // DIR/sweep.shard-K-of-N.csv, and `--shard slurm` takes K and N from a Slurm job array's
 // environment (scripts/slurm/); `kvsim merge` joins the shard files. `--count` prints the
-// number of points and exits. A scenario with a `cluster:` section sweeps a P/D cluster (one row of
-// cluster metrics per point, sim/cluster/cluster_run.h).
+// number of points and exits. A scenario with a `cluster:` section sweeps a P/D cluster (one
+// row of cluster metrics per point); a sweep may mix single engines and clusters (the rows
+// then carry a `kind` column and both kinds' columns; sim/sweep/sweep_runner.h).
 // Exit code: 0 when every point ran; 1 when some points failed (their rows say why, and the
 // last stderr line counts them); 2 for bad input (flags, scenario, journal of another sweep);
 // 4 when the CSV or journal cannot be written; 130/143 after SIGINT/SIGTERM, once the points

@@ -15,7 +15,7 @@ inline constexpr int kExitWriteFailed = 4;
 
 #include "core/status.h"
 #include "sim/config/config_tree.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim::cli {
 

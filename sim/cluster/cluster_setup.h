@@ -13,7 +13,7 @@
 #include "core/kv_transfer.h"
 #include "core/page_planner.h"
 #include "sim/cluster/topology.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim {
 

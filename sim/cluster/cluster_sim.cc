@@ -1,13 +1,15 @@
 #include "sim/cluster/cluster_sim.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <fmt/format.h>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/cost_model.h"
 #include "core/kv_cache_manager.h"
+#include "sim/csv.h"
 #include "sim/engine_common.h"
 #include "sim/kv_adapter.h"
 #include "sim/report/plan_report.h"
@@ -174,8 +176,8 @@ void ClusterSim::PullOpenLoop() {
   const int64_t id = next->id;
   // Intake (HTTP, tokenization) before the router sees it; TTFT counts from spec.arrival.
   // Open-loop arrivals enter in send order: the next is pulled when this one enters.
-  const Tick t = std::max(
-      now_, next->arrival + inst_[0]->cost.IntakeNanos(static_cast<int64_t>(next->prompt.size())));
+  const Tick t =
+      std::max(now_, next->arrival + inst_[0]->cost.IntakeNanos(next->num_prompt_tokens));
   specs_[id] = std::move(*next);
   // Open-loop arrivals carry a flag so that handling one pulls the next.
   Push(t, EventKind::kArrival, id | (int64_t{1} << 62));
@@ -188,9 +190,14 @@ void ClusterSim::RequestSchedule(int i) {
   Push(now_, EventKind::kSchedule, i);
 }
 
-std::vector<BlockHash> ClusterSim::RouteHashes(const RequestSpec& spec) const {
+const std::vector<TokenId>& ClusterSim::PromptOf(const RequestSpec& spec) {
+  workload_->BuildPrompt(spec, prompt_buf_);
+  return prompt_buf_;
+}
+
+std::vector<BlockHash> ClusterSim::RouteHashes(const std::vector<TokenId>& prompt) const {
   std::vector<BlockHash> h;
-  HashFullBlocks(kNoneHash, spec.prompt, hash_block_, h);
+  HashFullBlocks(kNoneHash, prompt, hash_block_, h);
   return h;
 }
 
@@ -433,7 +440,7 @@ void ClusterSim::OnArrival(int64_t id) {
   rec.id = id;
   rec.arrived = true;
   rec.arrival = spec.arrival;
-  rec.prompt_tokens = static_cast<int64_t>(spec.prompt.size());
+  rec.prompt_tokens = spec.num_prompt_tokens;
   if (first_arrival_ < 0) first_arrival_ = now_;
   const Instance& p0 = *inst_[0];
   const Instance& d0 = *inst_[static_cast<size_t>(num_prefill_)];
@@ -444,7 +451,8 @@ void ClusterSim::OnArrival(int64_t id) {
     Reject(id);
     return;
   }
-  const std::vector<BlockHash> hashes = RouteHashes(spec);
+  const std::vector<TokenId>& prompt = PromptOf(spec);
+  const std::vector<BlockHash> hashes = RouteHashes(prompt);
   const int p = prefill_router_->Route(hashes, Loads(true));
   rec.prefill_instance = p;
   Instance& in = *inst_[static_cast<size_t>(p)];
@@ -455,7 +463,7 @@ void ClusterSim::OnArrival(int64_t id) {
   r.num_prompt_tokens = n;
   r.num_tokens = n;
   r.max_output_tokens = 1;
-  r.kv_handle = in.mgr.AddRequest(spec.prompt);
+  r.kv_handle = in.mgr.AddRequest(prompt);
   in.live[id] = std::move(lv);
   in.state.AddWaiting(&in.live[id]->req, in.params.policy);
   ++in.requests;
@@ -466,7 +474,8 @@ void ClusterSim::OnPrefillDone(int p, int64_t id) {
   PdRecord& rec = records_[static_cast<size_t>(id)];
   rec.prefill_end = now_;
   const RequestSpec& spec = specs_.at(id);
-  const int d_local = decode_router_->Route(RouteHashes(spec), Loads(false));
+  const std::vector<TokenId>& prompt = PromptOf(spec);
+  const int d_local = decode_router_->Route(RouteHashes(prompt), Loads(false));
   const int d = num_prefill_ + d_local;
   rec.decode_instance = d_local;
   Instance& in = *inst_[static_cast<size_t>(d)];
@@ -477,7 +486,7 @@ void ClusterSim::OnPrefillDone(int p, int64_t id) {
   r.num_prompt_tokens = rec.prompt_tokens;
   r.num_tokens = rec.prompt_tokens;
   r.max_output_tokens = std::max<int64_t>(1, spec.max_output_tokens);
-  r.kv_handle = in.mgr.AddRequest(spec.prompt);
+  r.kv_handle = in.mgr.AddRequest(prompt);
   in.live[id] = std::move(lv);
   in.pending.push_back(id);
   in.inbound_tokens += rec.prompt_tokens;
@@ -595,7 +604,7 @@ void ClusterSim::EndForWorkload(int64_t id, int64_t output_tokens) {
   specs_.erase(id);
   for (RequestSpec& f : follow_buf_) {
     const int64_t fid = f.id;
-    const Tick at = f.arrival + inst_[0]->cost.IntakeNanos(static_cast<int64_t>(f.prompt.size()));
+    const Tick at = f.arrival + inst_[0]->cost.IntakeNanos(f.num_prompt_tokens);
     specs_[fid] = std::move(f);
     Push(at, EventKind::kArrival, fid);
   }
@@ -784,6 +793,34 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
     const LinkSummary& l = s.links[i];
     out += fmt::format("  {:<28} {:>6.1f}%  {} at {:.0f} GB/s\n", l.name, 100.0 * l.utilisation,
                        HumanBytes(l.bytes), l.capacity_gbytes_per_s);
+  }
+  return out;
+}
+
+std::string ClusterRequestsCsv(const ClusterSim& sim) {
+  std::string out =
+      "id,prompt_tokens,output_tokens,prefill_instance,decode_instance,arrival_ms,ttft_ms,"
+      "queue_ms,prefill_ms,transfer_ms,first_decode_ms,wire_ms,e2e_ms,prefill_hit_tokens,"
+      "decode_hit_tokens,transfer_tokens,descriptors,bytes,save_relayout_bytes,"
+      "receive_relayout_bytes,status\n";
+  auto ms = [](Tick t) { return CsvNumber(TicksToMs(t)); };
+  for (const PdRecord& r : sim.records()) {
+    if (!r.arrived) continue;
+    const bool done = r.finish >= 0;
+    out += fmt::format("{},{},{},{},{},{},", r.id, r.prompt_tokens, r.output_tokens,
+                       r.prefill_instance, r.decode_instance, ms(r.arrival));
+    if (done) {
+      out += fmt::format("{},{},{},{},{},{},{},", ms(r.first_token - r.arrival),
+                         ms(r.prefill_start - r.arrival), ms(r.prefill_end - r.prefill_start),
+                         ms(r.kv_ready - r.prefill_end), ms(r.first_token - r.kv_ready),
+                         ms(r.wire_end - r.wire_start), ms(r.finish - r.arrival));
+    } else {
+      out += ",,,,,,,";
+    }
+    out += fmt::format("{},{},{},{},{},{},{},{}\n", r.prefill_hit_tokens, r.decode_hit_tokens,
+                       r.transfer_tokens, r.descriptors, r.bytes, r.save_relayout_bytes,
+                       r.receive_relayout_bytes,
+                       r.rejected ? "rejected" : (done ? "finished" : "unfinished"));
   }
   return out;
 }

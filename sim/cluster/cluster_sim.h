@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/cluster/cluster_setup.h"
 #include "sim/cluster/flow_network.h"
@@ -40,7 +40,7 @@
 #include "sim/event.h"
 #include "sim/event_queue.h"
 #include "sim/metrics.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 #include "sim/trace_export.h"
 #include "sim/workload/i_workload.h"
 
@@ -124,6 +124,7 @@ class ClusterSim {
   const std::vector<PdRecord>& records() const { return records_; }
   const ClusterSetup& setup() const { return setup_; }
   const std::string& workload_description() const { return workload_desc_; }
+  Tick now() const { return now_; }
   // Checks every instance's KV manager invariants and that no transfer is lost.
   void CheckInvariants() const;
 
@@ -151,7 +152,10 @@ class ClusterSim {
   void TraceRequests();
   void TraceNetwork();
   std::vector<InstanceLoad> Loads(bool prefill) const;
-  std::vector<BlockHash> RouteHashes(const RequestSpec& spec) const;
+  // The prompt of `spec`, built into prompt_buf_ (valid until the next call): specs keep
+  // recipes, and ids exist only while a router or a KV manager reads them.
+  const std::vector<TokenId>& PromptOf(const RequestSpec& spec);
+  std::vector<BlockHash> RouteHashes(const std::vector<TokenId>& prompt) const;
 
   Scenario sc_;
   ClusterSetup setup_;
@@ -175,11 +179,14 @@ class ClusterSim {
   int64_t hash_block_ = 16;
   double flow_cap_ = 0;  // bytes per ns; 0 = none
   std::vector<TokenId> token_buf_;  // one request's new output tokens (reused every step)
+  std::vector<TokenId> prompt_buf_;  // PromptOf
   std::vector<RequestSpec> follow_buf_;
   TraceRecorder* trace_ = nullptr;
 };
 
 nlohmann::json ClusterSummaryToJson(const ClusterSummary& s);
 std::string FormatClusterSummary(const ClusterSummary& s);
+// requests.csv of a run: one row per arrived request (docs/columns.md).
+std::string ClusterRequestsCsv(const ClusterSim& sim);
 
 }  // namespace kvsim

@@ -214,4 +214,6 @@ std::string ToExactYaml(const ConfigNode& node) {
   return out;
 }
 
+std::string ToFlowYaml(const ConfigNode& node) { return ExactFlow(node); }
+
 }  // namespace kvsim

@@ -63,5 +63,8 @@ std::string ToYaml(const ConfigNode& node, int indent = 0);
 // lists in flow style, scalars plain where that is unambiguous and double-quoted
 // otherwise): the scenario.resolved.yaml a run writes next to its outputs.
 std::string ToExactYaml(const ConfigNode& node);
+// The same on one line, maps and lists in flow style ("{prefill: {count: 1}}"): a value
+// that must fit a label or a CSV field.
+std::string ToFlowYaml(const ConfigNode& node);
 
 }  // namespace kvsim

@@ -1,6 +1,7 @@
 #include "sim/report/plan_report.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/int_math.h"
 

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "sim/cluster/router.h"
-#include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_loader.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim {
 namespace {
@@ -224,6 +224,11 @@ void ParseTransfer(ConfigReader& cluster, const std::string& source, ClusterConf
 }
 
 }  // namespace
+
+bool IsClusterTree(const ConfigNode& tree) {
+  const ConfigNode* c = tree.Find("cluster");
+  return c != nullptr && c->is_map();
+}
 
 void ParseClusterSection(ConfigReader& root, const ConfigNode* tree, Scenario& sc) {
   ConfigReader c = root.Map("cluster",

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim {
 

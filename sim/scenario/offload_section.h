@@ -7,8 +7,8 @@
 //   eviction_policy              lru | arc
 //   store_threshold              store a block only after this many lookups (< 2: always)
 //   max_tracker_size             entries of the lookup counter behind store_threshold
-// Parsed into OffloadSection with the cache section; checked against the KV cache plan by
-// ScenarioOffloadConfig, which mirrors vLLM's assertions with file:line:key errors.
+// Parsed into OffloadSection (sim/scenario_config.h) with the cache section; checked against the KV
+// cache plan by ScenarioOffloadConfig, which mirrors vLLM's assertions with file:line:key errors.
 #pragma once
 
 #include <cstdint>
@@ -17,20 +17,9 @@
 #include "core/offload/offload_config.h"
 #include "core/page_planner.h"
 #include "sim/config/config_reader.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim {
-
-struct Scenario;
-
-struct OffloadSection {
-  bool enabled = false;  // cache.offload is present
-  int64_t cpu_bytes = 0;
-  int64_t num_cpu_blocks = 0;
-  int64_t block_size = 0;
-  std::string eviction_policy = "lru";
-  int64_t store_threshold = 0;
-  int64_t max_tracker_size = 64000;
-};
 
 // Reads cache.offload from the cache section's reader.
 void ParseOffloadSection(ConfigReader& cache, OffloadSection& out);

@@ -7,6 +7,9 @@
 #include <sstream>
 
 #include "sim/embedded_data.h"
+#include "sim/scenario/cluster_sections.h"
+#include "sim/scenario/offload_section.h"
+#include "sim/scenario/sim_sections.h"
 
 namespace kvsim {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/config/config_reader.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim {
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/embedded_data.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 
 namespace kvsim {
 namespace {

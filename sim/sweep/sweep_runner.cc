@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "sim/cluster/cluster_run.h"
+#include "sim/csv.h"
 #include "sim/output_file.h"
 #include "sim/scenario/scenario_loader.h"
 
@@ -76,159 +76,52 @@ int64_t RowIndex(const std::string& row) {
   return (!f.empty() && *end == '\0' && v >= 0) ? v : -1;
 }
 
-std::string FormatDuration(double s) {
-  const int64_t t = static_cast<int64_t>(s + 0.5);
-  return fmt::format("{}:{:02d}:{:02d}", t / 3600, static_cast<int>(t / 60 % 60),
-                     static_cast<int>(t % 60));
-}
-
-
 }  // namespace
 
 namespace {
 std::atomic<bool> g_stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "RequestStop runs in signal handlers");
-std::atomic<bool> g_progress{false};
 }  // namespace
 
-PointResult RunPoint(const SweepPoint& point, const std::string& source,
-                     const PointOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  PointResult r;
-  r.index = point.index;
-  r.labels = point.labels;
-  auto sc = ParseScenario(point.tree, source);
-  if (!sc.ok()) {
-    r.status = sc.status();
-    return r;
-  }
-  if (sc->cluster.enabled) {  // P/D cluster: the code path `kvsim run` uses
-    ClusterPointOutput c =
-        RunClusterScenario(sc.value(), point.Label(), options.out_dir, options.trace_path);
-    r.cluster = true;
-    r.status = c.status;
-    if (c.ran) {
-      r.cluster_summary = c.summary;
-      r.csv_values = ClusterSweepValues(c.summary);
-      r.workload = c.workload;
-      r.report = std::move(c.report);
-    }
-    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return r;
-  }
-  auto engine = Engine::Create(sc.value());
-  if (!engine.ok()) {
-    r.status = engine.status();
-    return r;
-  }
-  Engine& e = *engine.value();
-  std::unique_ptr<TraceRecorder> trace;
-  if (!options.trace_path.empty()) {
-    trace = std::make_unique<TraceRecorder>(sc->sim.run.trace_max_requests);
-    e.SetTrace(trace.get());
-  }
-  std::ofstream step_log;
-  if (!options.step_log_path.empty()) {
-    step_log.open(options.step_log_path);
-    if (!step_log) {
-      r.status = Status::Error("write_failed", options.step_log_path + ": cannot write");
-      return r;
-    }
-  }
-  // Progress of a long point (ShowPointProgress: `kvsim run` on a terminal): from 2 s of wall
-  // time on, one rewritten stderr line a second with the requests finished of the workload's
-  // cap, the simulated time and an ETA. It only reads the step records.
-  const bool progress = g_progress.load();
-  const int64_t cap = sc->sim.workload.num_requests;
-  int64_t finished = 0;
-  bool shown = false;
-  auto last = t0;
-  StepRecordSink step_sink = [&](const StepRecord& rec) {
-    if (step_log.is_open()) step_log << StepRecordJson(rec) << '\n';
-    if (!progress) return;
-    finished += static_cast<int64_t>(rec.finished.size());
-    const auto now = std::chrono::steady_clock::now();
-    if (now - t0 < std::chrono::seconds(2) || now - last < std::chrono::seconds(1)) return;
-    last = now;
-    shown = true;
-    const double el = std::chrono::duration<double>(now - t0).count();
-    const std::string eta =
-        cap > 0 && finished > 0
-            ? FormatDuration(el * static_cast<double>(cap - finished) / static_cast<double>(finished))
-            : "?";
-    std::fprintf(stderr, "\r  %s%lld%s requests finished, %.1f s simulated, %s elapsed, ETA %s  ",
-                 point.labels.empty() ? "" : (point.Label() + ": ").c_str(),
-                 static_cast<long long>(finished),
-                 cap > 0 ? fmt::format(" of {}", cap).c_str() : "", e.now() / 1e9,
-                 FormatDuration(el).c_str(), eta.c_str());
-  };
-  if (step_log.is_open() || progress) e.SetStepLog(&step_sink);
-  e.Run();
-  if (shown) std::fputs("\r\033[K", stderr);  // the table follows on a clean line
-  if (step_log.is_open()) {
-    step_log.close();
-    if (!step_log) r.status = Status::Error("write_failed", options.step_log_path + ": write failed");
-  }
-  r.summary = e.Summary();
-  r.block_size = e.plan().attn_block_size;
-  r.workload = e.workload_description();
-  if (!e.workload_note().empty()) r.workload += " [" + e.workload_note() + "]";
-  r.csv_values = SweepMetricValues(e, r.summary);
-  r.rejections = DescribeRejections(e);
-  if (!options.out_dir.empty()) {
-    if (Status s = WriteRunOutputs(e, point.labels, options.out_dir); !s.ok()) r.status = s;
-  }
-  if (trace) {
-    if (Status s = trace->Write(options.trace_path); !s.ok()) r.status = s;
-  }
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
+RowSchema SweepRowSchema(const std::vector<SweepPoint>& points) {
+  std::vector<const SimulationKind*> kinds;
+  kinds.reserve(points.size());
+  for (const SweepPoint& p : points) kinds.push_back(KindOfPoint(p.tree));
+  return RowSchemaFor(kinds);
 }
 
-void CheckPointKind(PointResult& r, bool cluster) {
-  if (!r.status.ok() || r.cluster == cluster) return;
-  r.status = Status::Error(
-      "mixed_sweep",
-      cluster ? "this point has no `cluster:` section but point 0 is a P/D cluster; one sweep "
-                "runs one kind (their CSV columns differ)"
-              : "this point is a P/D cluster but point 0 is a single engine; one sweep runs "
-                "one kind (their CSV columns differ)");
-  r.csv_values.clear();
-}
-
-std::string SweepCsvHeader(const std::vector<std::string>& keys, bool cluster) {
+std::string SweepCsvHeader(const std::vector<std::string>& keys, const RowSchema& schema) {
   std::vector<std::string> header = {"point"};
   header.insert(header.end(), keys.begin(), keys.end());
   header.push_back("status");
-  for (const auto& c : cluster ? ClusterSweepColumns() : SweepMetricColumns()) {
-    header.push_back(c);
-  }
+  if (schema.with_kind) header.push_back("kind");
+  header.insert(header.end(), schema.columns.begin(), schema.columns.end());
   header.push_back("sweep_id");
   header.push_back("sweep_points");
   return JoinCsv(header);
 }
 
-std::string SweepCsvRow(const PointResult& r, bool cluster, const SweepIdentity& sweep) {
+std::string SweepCsvRow(const PointResult& r, const RowSchema& schema, const SweepIdentity& sweep) {
   std::vector<std::string> fields = {std::to_string(r.index)};
   for (const auto& [k, v] : r.labels) fields.push_back(v);
+  std::vector<std::string> row = RowFields(r, schema);
   if (r.status.ok()) {
     fields.push_back("ok");
-    fields.insert(fields.end(), r.csv_values.begin(), r.csv_values.end());
   } else {
     std::string msg = r.status.message();
     for (char& c : msg) {
       if (c == '\n') c = ' ';
     }
     fields.push_back("error: " + msg);
-    const size_t ncols = (cluster ? ClusterSweepColumns() : SweepMetricColumns()).size();
-    fields.resize(1 + r.labels.size() + 1 + ncols);
+    // A failed point measured nothing (even if it ran: an output was not written).
+    for (size_t i = schema.with_kind ? 1 : 0; i < row.size(); ++i) row[i].clear();
   }
+  fields.insert(fields.end(), row.begin(), row.end());
   fields.push_back(sweep.id);
   fields.push_back(std::to_string(sweep.points));
   return JoinCsv(fields);
 }
 
-void ShowPointProgress(bool on) { g_progress.store(on); }
 void RequestStop() { g_stop.store(true); }
 bool StopRequested() { return g_stop.load(); }
 
@@ -241,7 +134,8 @@ void RunPoints(const std::vector<SweepPoint>& points, const std::string& source,
     while (!StopRequested()) {
       const size_t i = next.fetch_add(1);
       if (i >= points.size()) return;
-      PointResult r = RunPoint(points[i], source, options(points[i]));
+      const SweepPoint& p = points[i];
+      PointResult r = RunPoint(p.index, p.labels, p.tree, source, options(p));
       std::lock_guard<std::mutex> lock(mu);
       done(std::move(r));
     }
@@ -342,19 +236,28 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   if (!keys.ok()) return keys.status();
   auto all = ExpandSweep(tree);
   if (!all.ok()) return all.status();
-  // Point 0 decides whether the rows are single-engine or P/D cluster rows (every shard
-  // agrees, so their CSVs merge).
+  // Point 0's scenario must parse (a typo stops the sweep before anything runs). The columns
+  // come from every point's kind, so every shard writes the same header and they merge.
   auto first = ParseScenario(all->front().tree, source);
   if (!first.ok()) return first.status();
-  const bool cluster = first->cluster.enabled;
+  const RowSchema schema = SweepRowSchema(all.value());
   SweepTally tally;
-  tally.cluster = cluster;
+  {
+    std::vector<const SimulationKind*> seen;
+    for (const SweepPoint& p : all.value()) {
+      const SimulationKind* k = KindOfPoint(p.tree);
+      if (k && std::find(seen.begin(), seen.end(), k) == seen.end()) {
+        seen.push_back(k);
+        tally.kinds.push_back(k->name);
+      }
+    }
+  }
   std::vector<SweepPoint> mine;
   for (auto& p : all.value()) {
     if (p.index % o.shard_n == o.shard_k) mine.push_back(std::move(p));
   }
   const SweepIdentity identity = IdentifySweep(tree, static_cast<int64_t>(all->size()));
-  const std::string header_line = SweepCsvHeader(keys.value(), cluster) + "\n";
+  const std::string header_line = SweepCsvHeader(keys.value(), schema) + "\n";
   const size_t status_field = 1 + keys->size();
 
   std::error_code ec;
@@ -445,8 +348,7 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
         return po;
       },
       [&](PointResult&& r) {
-        CheckPointKind(r, cluster);
-        const std::string line = SweepCsvRow(r, cluster, identity) + "\n";
+        const std::string line = SweepCsvRow(r, schema, identity) + "\n";
         if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
             ::fsync(fd) != 0) {
           io = Status::Error("io_error", journal + ": append failed");

@@ -1,16 +1,15 @@
-// Running scenario points, one or many.
+// Sweeps: running the points of a scenario's `sweep:` block and writing one CSV row each.
+// A sweep sees points and rows only: each point runs through the run layer (RunPoint,
+// sim/run/point.h), whatever kind of simulation it is, and its row is its MetricSet under
+// the sweep's RowSchema.
 //
-// RunPoint: parse one point's tree, build an Engine, run it, optionally write its outputs
-// (metrics.json, requests.csv, Chrome trace). A point whose scenario has a `cluster:`
-// section runs as a P/D cluster instead (RunClusterScenario, sim/cluster/cluster_run.h: the
-// code path `kvsim run` uses too) and its row has the cluster columns. A point whose scenario
-// is invalid (say a pack size the model does not allow) comes back as a failed PointResult,
-// not a crash.
-//
-// RunSweep (`kvsim sweep`): runs the points of a sweep (or the slice `--shard K/N` selects:
-// points with index % N == K) on `jobs` threads and writes one CSV row per point. Point 0
-// decides the columns: SweepMetricColumns for single engines, ClusterSweepColumns for P/D
-// clusters (a sweep mixing the two makes the odd points error rows).
+// RunPoints runs points on threads (`kvsim run` and `kvsim sweep`). RunSweep (`kvsim
+// sweep`): runs the points of a sweep (or the slice `--shard K/N` selects: points with
+// index % N == K) on `jobs` threads and writes one CSV row per point. The columns come from
+// the kinds of all the sweep's points (SweepRowSchema): a sweep of single engines has the
+// single-engine columns, a sweep of P/D clusters the cluster columns, and a sweep that mixes
+// them (say an axis that switches `cluster:` on and off) a `kind` column and the union of
+// both; every shard computes the same header, so shards merge.
 // Crash safety: each finished row is appended to a journal (<csv>.journal) with one write()
 // and an fsync, so a killed sweep (even kill -9) loses at most the points in flight; a
 // torn last line is discarded on resume. Rerunning the same command skips the journaled
@@ -25,57 +24,27 @@
 #include <string>
 #include <vector>
 
-#include "sim/cluster/cluster_sim.h"
-#include "sim/metrics_output.h"
+#include "sim/run/point.h"
 #include "sim/sweep/sweep_spec.h"
 
 namespace kvsim {
 
-struct PointOptions {
-  std::string out_dir;     // write metrics.json + requests.csv here ("" = none)
-  std::string trace_path;  // write a Chrome trace here ("" = none)
-  std::string step_log_path;  // write the step log (JSONL) here ("" = none)
-};
-
-struct PointResult {
-  int64_t index = 0;
-  Labels labels;
-  Status status;  // not ok: the point failed (bad config); the row says why
-  bool cluster = false;  // a P/D cluster point: cluster_summary, not summary/block_size
-  RunSummary summary;
-  ClusterSummary cluster_summary;
-  int64_t block_size = 0;
-  // SweepMetricColumns() order, or ClusterSweepColumns() for a cluster (empty on failure)
-  std::vector<std::string> csv_values;
-  double wall_s = 0;
-  std::string workload;  // the workload's one-line description (and any fallback note)
-  std::string report;    // cluster: setup + summary, as `kvsim run` prints a single point
-  std::string rejections;  // engine: DescribeRejections ("" when no request was rejected)
-};
-
-PointResult RunPoint(const SweepPoint& point, const std::string& source,
-                     const PointOptions& options);
-
-// Turns a point that ran as the wrong kind (an engine point in a cluster sweep, or the
-// reverse: their rows have different columns) into a failed point.
-void CheckPointKind(PointResult& r, bool cluster);
+// The row schema of a sweep's CSV: from the kinds of all its points (every shard agrees).
+RowSchema SweepRowSchema(const std::vector<SweepPoint>& points);
 
 // The sweep CSV's header line (no newline) for these sweep keys, and one point's row (no
-// newline): point index, the label values, "ok" or "error: <message>", the metric values
-// (empty fields on error), then the sweep's identity (sweep_id, sweep_points). `kvsim sweep`
-// writes these rows and `kvsim run -o` the same ones in summary.csv.
-std::string SweepCsvHeader(const std::vector<std::string>& keys, bool cluster);
-std::string SweepCsvRow(const PointResult& r, bool cluster, const SweepIdentity& sweep);
+// newline): point index, the label values, "ok" or "error: <message>", the schema's fields
+// (RowFields; metrics are empty on error), then the sweep's identity (sweep_id,
+// sweep_points). `kvsim sweep` writes these rows and `kvsim run -o` the same ones in
+// summary.csv.
+std::string SweepCsvHeader(const std::vector<std::string>& keys, const RowSchema& schema);
+std::string SweepCsvRow(const PointResult& r, const RowSchema& schema, const SweepIdentity& sweep);
 
 // A process-wide request to stop (SIGINT/SIGTERM handlers call RequestStop; it only stores
 // to a lock-free atomic, so it is async-signal-safe). RunPoints starts no new point once it
 // is set; the points in flight finish, so every finished point is kept.
 void RequestStop();
 bool StopRequested();
-// When on, a single-engine point that runs longer than 2 s prints a progress line (requests
-// finished, simulated time, ETA) to stderr once a second, then clears it. `kvsim run` turns
-// it on when stderr is a terminal and points run one at a time.
-void ShowPointProgress(bool on);
 
 // Runs `points` on `jobs` threads, calling `done` (under a lock) as each finishes; after
 // RequestStop, no further point starts.
@@ -109,7 +78,7 @@ std::string SweepCsvPath(const SweepOptions& o);
 struct SweepTally {
   int64_t points = 0;                 // rows in the CSV (or the journal, if stopped early)
   std::vector<int64_t> failed;        // indices of the error rows
-  bool cluster = false;               // the rows have the P/D cluster columns
+  std::vector<std::string> kinds;     // the kinds of the sweep's points ("engine", "pd")
   bool complete = false;              // the CSV was written (false after --max-points)
 };
 

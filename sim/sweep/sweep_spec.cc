@@ -15,9 +15,11 @@ Status AxisError(const SourcePos& pos, const std::string& msg) {
   return Status::Error("bad_sweep", pos.ToString() + ": sweep: " + msg);
 }
 
+// A point's label value: a scalar as written; a map or list on one line, so that labels
+// and CSV fields stay one line each (a sweep axis may switch whole sections, `cluster`).
 std::string ValueText(const ConfigNode& n) {
   if (n.is_scalar()) return n.scalar;
-  return ToYaml(n);
+  return ToFlowYaml(n);
 }
 
 Result<std::vector<Axis>> ReadAxes(const ConfigNode& sweep) {
@@ -75,12 +77,6 @@ Result<std::vector<Axis>> ReadAxes(const ConfigNode& sweep) {
 }
 
 }  // namespace
-
-std::string LabelOf(const std::vector<std::pair<std::string, std::string>>& labels) {
-  std::string s;
-  for (const auto& [k, v] : labels) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s;
-}
 
 std::string SweepPoint::Label() const { return LabelOf(labels); }
 

@@ -19,19 +19,16 @@
 #include <vector>
 
 #include "sim/config/config_tree.h"
+#include "sim/labels.h"
 
 namespace kvsim {
 
 struct SweepPoint {
   int64_t index = 0;
-  std::vector<std::pair<std::string, std::string>> labels;  // key path → value, in axis order
+  Labels labels;  // key path → value, in axis order
   ConfigNode tree;
-  std::string Label() const;  // "cache.attn_pack_size=2 cache.block_size=16"
+  std::string Label() const;  // "cache.attn_pack_size=2 cache.block_size=16" (LabelOf)
 };
-
-// "key=value key=value" of a point's labels (what SweepPoint::Label() prints), for callers
-// that hold only the labels.
-std::string LabelOf(const std::vector<std::pair<std::string, std::string>>& labels);
 
 // The sweep's key paths in column order (empty when there is no sweep).
 Result<std::vector<std::string>> SweepKeys(const ConfigNode& tree);

@@ -6,6 +6,7 @@
 // another's sequence.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -21,6 +22,10 @@ inline uint64_t SplitMix64(uint64_t x) {
 
 class Rng {
  public:
+  // The generator's whole state: a stream can be saved and replayed from here (a lazily built
+  // prompt redraws its tokens from the state its creation started at).
+  using State = std::array<uint64_t, 4>;
+
   explicit Rng(uint64_t seed) {
     uint64_t x = seed;
     for (auto& w : s_) {
@@ -28,6 +33,17 @@ class Rng {
       w = x;
     }
   }
+  static Rng FromState(const State& state) {
+    Rng r(0);
+    r.s_ = state;
+    return r;
+  }
+  const State& state() const { return s_; }
+  // Advances the stream by n draws (what n calls of Next() would do, without their values).
+  void Discard(int64_t n) {
+    for (int64_t i = 0; i < n; ++i) Next();
+  }
+
   // An independent stream for a named purpose.
   Rng Fork(uint64_t tag) const { return Rng(SplitMix64(s_[0] ^ SplitMix64(tag))); }
 
@@ -79,7 +95,7 @@ class Rng {
 
  private:
   static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
+  State s_;
 };
 
 // Zipf(s) over [0, n) by inverse CDF on a precomputed table (s = 0: uniform).

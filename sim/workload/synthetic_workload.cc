@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/check.h"
+
 namespace kvsim {
 
 int64_t DrawLength(const LengthDist& d, Rng& rng) {
@@ -48,26 +50,18 @@ SyntheticWorkload::SyntheticWorkload(const WorkloadConfig& config, uint64_t seed
   }
 }
 
-void SyntheticWorkload::AppendRandom(std::vector<TokenId>& out, int64_t n) {
-  const uint64_t vocab = static_cast<uint64_t>(config_.vocab_size);
-  out.reserve(out.size() + static_cast<size_t>(n));
-  // Multiply-shift instead of modulo: the top 32 random bits scaled to [0, vocab).
-  for (int64_t i = 0; i < n; ++i) {
-    out.push_back(static_cast<TokenId>(((tokens_.Next() >> 32) * vocab) >> 32));
-  }
-}
+void SyntheticWorkload::AppendRandom(RequestSpec& r, int64_t n) { r.Add(RandomPart(tokens_, n)); }
 
-void SyntheticWorkload::AppendSystemPrompt(std::vector<TokenId>& out) {
+void SyntheticWorkload::AppendSystemPrompt(RequestSpec& r) {
   if (system_prompts_.empty()) return;
-  const auto& p = system_prompts_[static_cast<size_t>(zipf_->Draw(sessions_))];
-  out.insert(out.end(), p.begin(), p.end());
+  const int64_t i = zipf_->Draw(sessions_);
+  r.Add({PromptPart::Kind::kShared, config_.system_prompt.tokens, static_cast<uint64_t>(i), {}});
 }
 
-void SyntheticWorkload::AppendOutput(std::vector<TokenId>& prompt, const RequestSpec& spec,
-                                     int64_t n) const {
-  for (int64_t k = 0; k < n; ++k) {
-    prompt.push_back(OutputToken(spec.output_seed, k, config_.vocab_size));
-  }
+void SyntheticWorkload::AppendStored(const PromptPart& part, std::vector<TokenId>& out) const {
+  KVSIM_CHECK(part.kind == PromptPart::Kind::kShared && part.key < system_prompts_.size());
+  const auto& p = system_prompts_[static_cast<size_t>(part.key)];
+  out.insert(out.end(), p.begin(), p.end());
 }
 
 RequestSpec SyntheticWorkload::NewRequest(Tick arrival, int64_t group, int32_t turn) {
@@ -86,9 +80,13 @@ RequestSpec SyntheticWorkload::FollowUp(const RequestSpec& parent, int64_t paren
   const double think = sessions_.Exponential(mean_think_s);
   RequestSpec r =
       NewRequest(now + static_cast<Tick>(std::llround(think * 1e9)), parent.group, parent.turn + 1);
-  r.prompt = parent.prompt;
-  AppendOutput(r.prompt, parent, parent_outputs);
-  AppendRandom(r.prompt, DrawLength(new_tokens, lengths_));
+  r.turns = parent.turns;
+  r.prompt.reserve(parent.prompt.size() + 2);
+  for (const PromptPart& p : parent.prompt) r.Add(p);
+  if (parent_outputs > 0) {
+    r.Add({PromptPart::Kind::kOutputs, parent_outputs, parent.output_seed, {}});
+  }
+  AppendRandom(r, DrawLength(new_tokens, lengths_));
   return r;
 }
 
@@ -131,11 +129,11 @@ std::optional<RequestSpec> SyntheticWorkload::Next() {
   const int64_t group = config_.kind == "shared_prefix" ? -1 : groups_++;
   RequestSpec r = NewRequest(arrival, group, 0);
   const int64_t user = DrawLength(config_.prompt_tokens, lengths_);
-  r.prompt.reserve(static_cast<size_t>(config_.system_prompt.tokens + user));
-  AppendSystemPrompt(r.prompt);
-  AppendRandom(r.prompt, user);
+  AppendSystemPrompt(r);
+  AppendRandom(r, user);
   if (config_.kind == "multi_turn") {
-    session_turns_.push_back(static_cast<int32_t>(DrawLength(config_.multi_turn.turns, sessions_)));
+    // The session's length travels with its requests: the workload keeps no per-session state.
+    r.turns = static_cast<int32_t>(DrawLength(config_.multi_turn.turns, sessions_));
   }
   return r;
 }
@@ -148,15 +146,13 @@ void SyntheticWorkload::OnFinish(const RequestSpec& spec, int64_t num_output_tok
     if (config_.duration_s > 0 && static_cast<double>(now) * 1e-9 > config_.duration_s) return;
     RequestSpec r = NewRequest(now, -1, 0);
     const int64_t user = DrawLength(config_.prompt_tokens, lengths_);
-    r.prompt.reserve(static_cast<size_t>(config_.system_prompt.tokens + user));
-    AppendSystemPrompt(r.prompt);
-    AppendRandom(r.prompt, user);
+    AppendSystemPrompt(r);
+    AppendRandom(r, user);
     follow_ups.push_back(std::move(r));
     return;
   }
   if (config_.kind == "multi_turn") {
-    const int32_t turns = session_turns_[static_cast<size_t>(spec.group)];
-    if (spec.turn + 1 >= turns || !CanCreate()) return;
+    if (spec.turn + 1 >= spec.turns || !CanCreate()) return;
     follow_ups.push_back(FollowUp(spec, num_output_tokens, now, config_.multi_turn.think_time_s,
                                   config_.prompt_tokens));
   } else if (config_.kind == "agent_tree") {

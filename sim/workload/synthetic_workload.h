@@ -17,8 +17,8 @@
 
 #include <memory>
 
-#include "sim/scenario/sim_sections.h"
 #include "sim/workload/i_workload.h"
+#include "sim/workload/workload_config.h"
 
 namespace kvsim {
 
@@ -46,10 +46,11 @@ class SyntheticWorkload : public IWorkload {
   // time: the parent's prompt, its output tokens, then `new_tokens` fresh ones.
   RequestSpec FollowUp(const RequestSpec& parent, int64_t parent_outputs, Tick now,
                        double mean_think_s, const LengthDist& new_tokens);
-  void AppendRandom(std::vector<TokenId>& out, int64_t n);
-  void AppendSystemPrompt(std::vector<TokenId>& out);
-  // Extends `prompt` with the finished request's output tokens.
-  void AppendOutput(std::vector<TokenId>& prompt, const RequestSpec& spec, int64_t n) const;
+  // n user tokens from the token stream (a recipe; the stream moves past them).
+  void AppendRandom(RequestSpec& r, int64_t n);
+  // One of the shared system prompts, by Zipf popularity.
+  void AppendSystemPrompt(RequestSpec& r);
+  void AppendStored(const PromptPart& part, std::vector<TokenId>& out) const override;
 
   WorkloadConfig config_;
   Rng arrivals_;
@@ -70,7 +71,6 @@ class SyntheticWorkload : public IWorkload {
   int64_t clients_started_ = 0;
   int64_t created_ = 0;
   int64_t groups_ = 0;
-  std::vector<int32_t> session_turns_;  // multi_turn: turns per session
 };
 
 // One draw from a length distribution (clamped to [min, max], at least 1).

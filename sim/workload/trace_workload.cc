@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/check.h"
 #include "sim/embedded_data.h"
 #include "sim/trace/request_trace.h"
 #include "sim/workload/synthetic_workload.h"
@@ -293,18 +294,36 @@ std::optional<RequestSpec> TraceWorkload::Next() {
   r.max_output_tokens = a.output_tokens;
   r.output_seed = tokens_.Next();
   if (source_->jsonl) {
-    source_->jsonl->PromptTokens(a.index, r.prompt);
+    PromptPart record;
+    record.kind = PromptPart::Kind::kRecord;
+    record.length = (*source_->jsonl)[a.index].input_length;
+    record.key = static_cast<uint64_t>(a.index);
+    r.Add(record);
   } else {
     if (!system_prompts_.empty()) {
-      const auto& p = system_prompts_[sys_pick_.Below(system_prompts_.size())];
-      r.prompt.insert(r.prompt.end(), p.begin(), p.end());
+      const uint64_t i = sys_pick_.Below(system_prompts_.size());
+      r.Add({PromptPart::Kind::kShared, static_cast<int64_t>(system_prompts_[i].size()), i, {}});
     }
-    const uint64_t vocab = static_cast<uint64_t>(config_.vocab_size);
-    for (int64_t i = 0; i < a.prompt_tokens; ++i) {
-      r.prompt.push_back(static_cast<TokenId>(tokens_.Below(vocab)));
-    }
+    r.Add(RandomPart(tokens_, a.prompt_tokens, /*modulo=*/true));
   }
   return r;
+}
+
+void TraceWorkload::AppendStored(const PromptPart& part, std::vector<TokenId>& out) const {
+  if (part.kind == PromptPart::Kind::kShared) {
+    KVSIM_CHECK(part.key < system_prompts_.size());
+    const auto& p = system_prompts_[static_cast<size_t>(part.key)];
+    out.insert(out.end(), p.begin(), p.end());
+    return;
+  }
+  KVSIM_CHECK(part.kind == PromptPart::Kind::kRecord && source_->jsonl);
+  if (out.empty()) {  // a trace record is a whole prompt: write it in place
+    source_->jsonl->PromptTokens(static_cast<size_t>(part.key), out);
+    return;
+  }
+  std::vector<TokenId> ids;
+  source_->jsonl->PromptTokens(static_cast<size_t>(part.key), ids);
+  out.insert(out.end(), ids.begin(), ids.end());
 }
 
 std::string TraceWorkload::Describe() const {

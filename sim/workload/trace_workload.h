@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario/sim_sections.h"
 #include "sim/trace/request_trace.h"
 #include "sim/workload/i_workload.h"
+#include "sim/workload/workload_config.h"
 
 namespace kvsim {
 
@@ -52,6 +52,9 @@ class TraceWorkload : public IWorkload {
   std::optional<RequestSpec> Next() override;
   std::string Describe() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
+
+ protected:
+  void AppendStored(const PromptPart& part, std::vector<TokenId>& out) const override;
 
  private:
   TraceWorkload(const WorkloadConfig& config, uint64_t seed);

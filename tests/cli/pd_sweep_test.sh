@@ -73,6 +73,22 @@ eng=(--set workload.num_requests=20 --set "sweep={cache.attn_pack_size: [1, 2]}"
 "$kvsim" run "$dense" --set workload.num_requests=20 --set "sweep={cache.attn_pack_size: [2, 4]}" >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && ok "engine run whose every point fails exits 2" || bad "all-failed engine run exited $rc"
 
+# A sweep that mixes a colocated engine and a P/D cluster: `kvsim run -o` writes the CSV
+# `kvsim sweep` writes, with a kind column, and prints one table per kind.
+mixed=$root/tests/cli/sweep_kill_mixed.yaml
+"$kvsim" sweep "$mixed" --set workload.num_requests=40 --set "sweep.seed=[1]" -o "$work/mx" \
+  >/dev/null 2>&1 || bad "mixed sweep exit $?"
+"$kvsim" run "$mixed" --set workload.num_requests=40 --set "sweep.seed=[1]" -o "$work/mxr" \
+  >"$work/mxr.txt" 2>&1 || bad "mixed run exit $?"
+cmp -s "$work/mx/sweep.csv" "$work/mxr/summary.csv" && ok "mixed sweep CSV == kvsim run summary.csv" \
+  || { bad "mixed sweep.csv differs from kvsim run's summary.csv"; diff "$work/mx/sweep.csv" "$work/mxr/summary.csv" | head -4; }
+head -1 "$work/mx/sweep.csv" | grep -q "^point,cluster,seed,status,kind,attn_block_size,.*transfer_mean_ms" \
+  && grep -q '^0,null,1,ok,engine,' "$work/mx/sweep.csv" && grep -q ',1,ok,pd,' "$work/mx/sweep.csv" \
+  && ok "mixed sweep: kind column, both kinds' columns, one row of each" \
+  || { bad "mixed sweep CSV"; head -3 "$work/mx/sweep.csv" | cut -c1-200; }
+[ "$(grep -c 'TTFT ms' "$work/mxr.txt")" -eq 2 ] && ok "mixed run: one table per kind" \
+  || { bad "mixed run tables"; cat "$work/mxr.txt"; }
+
 # The cluster trace.
 "$kvsim" run "$scn" --set sweep=null --set workload.num_requests=40 --trace "$work/tr/t.json" \
   >/dev/null 2>&1 || bad "run --trace"

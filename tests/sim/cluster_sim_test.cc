@@ -2,6 +2,7 @@
 // on the links add up to the bytes the transfer math says, the TTFT parts add up, runs are
 // deterministic, and the network and the decoder's prefix cache change what they should.
 #include <catch2/catch_test_macros.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sim/cluster/cluster_sim.h"

@@ -5,6 +5,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sim/metrics_output.h"
@@ -207,6 +208,52 @@ workload:
   }
   CHECK(later_turns > 0);
   CHECK(e->Summary().requests_finished == static_cast<int64_t>(recs.size()));
+}
+
+// Issue 12: a 200k-request multi-turn run used to hold every waiting request's prompt ids.
+// The engine now holds only requests in flight, each as a recipe of a few parts.
+const char* kSessions = R"(
+name: sessions
+seed: 3
+model: {preset: llama-3.1-8b}
+cache: {block_size: 16, num_gpu_blocks: 20000}
+workload:
+  kind: multi_turn
+  num_requests: 3000
+  rate_per_s: 2
+  system_prompt: {tokens: 1000, count: 2}
+  prompt_tokens: {dist: fixed, mean: 100}
+  output_tokens: {dist: fixed, mean: 20}
+  multi_turn: {turns: {dist: fixed, mean: 3}, think_time_s: 1.0}
+)";
+
+TEST_CASE("engine: the requests held follow what is in flight, not the workload's size") {
+  auto e = RunScenario(Load(kSessions));
+  const RequestFootprint& f = e->footprint();
+  CHECK(e->Summary().requests_finished == 3000);
+  // Little's law by hand: 2 sessions/s, each alive for 3 turns of ~1 s think time plus well
+  // under a second of service, so about 2 × 4 = 8 sessions in flight, each holding one
+  // request (entered or announced). 60 leaves room for Poisson bursts; a workload that made
+  // its sessions ahead of time would hold hundreds.
+  CHECK(f.live_max + f.pending_max <= 60);
+  CHECK(f.live_max >= 1);
+  // Every spec announced was released.
+  CHECK(f.pending == 0);
+  CHECK(f.spec_bytes == 0);
+}
+
+TEST_CASE("engine: an overloaded queue holds recipes, not prompt ids") {
+  // 200 sessions/s against a cache of 1000 blocks: the waiting queue grows through the run.
+  auto e = RunScenario(Load(kSessions, {"workload.rate_per_s=200", "workload.num_requests=1500",
+                                        "cache.num_gpu_blocks=1000"}));
+  const RequestFootprint& f = e->footprint();
+  CHECK(f.live_max >= 300);  // the queue really grew
+  // Each prompt is ≥ 1100 tokens (the 1000-token system prompt + 100): 4400 B as ids. A
+  // recipe is the spec plus at most 2 + 2 × turn parts (system, user text, then one reply
+  // and one user text per earlier turn): under 512 B for 3 turns.
+  const int64_t held = f.live_max + f.pending_max;
+  CHECK(f.spec_bytes_max <= held * 512);
+  CHECK(f.spec_bytes == 0);
 }
 
 TEST_CASE("engine: max_sim_seconds stops the run and counts the unfinished") {

@@ -1,6 +1,7 @@
 // What `kvsim layout` tells a newcomer about a page: byte ranges of Mamba states, padding
 // and pack members, and the JSON fields scripts read.
 #include <catch2/catch_test_macros.hpp>
+#include <nlohmann/json.hpp>
 
 #include <string>
 

@@ -3,8 +3,6 @@
 // failed points counted).
 #include "sim/sweep/sweep_runner.h"
 
-#include "sim/cluster/cluster_run.h"
-
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -193,7 +191,7 @@ TEST_CASE("sweep: failed points are counted in the tally, resumed rows included"
   SweepTally tally;
   REQUIRE(RunSweep(t, "sweep.yaml", o, log, &tally).ok());
   CHECK(tally.complete);
-  CHECK_FALSE(tally.cluster);
+  CHECK(tally.kinds == std::vector<std::string>{"engine"});
   CHECK(tally.points == 4);
   CHECK(tally.failed == std::vector<int64_t>{1, 3});  // 1 from the journal, 3 from this run
   CHECK(log.str().find("2 FAILED (points 1 3;") != std::string::npos);
@@ -240,24 +238,26 @@ TEST_CASE("sweep: P/D cluster points run the cluster simulation, one row of clus
   SweepTally ta, tb;
   REQUIRE(RunSweep(Tree(kCluster), "sweep.yaml", a, log, &ta).ok());
   REQUIRE(RunSweep(Tree(kCluster), "sweep.yaml", b, log, &tb).ok());
-  CHECK(ta.cluster);
+  CHECK(ta.kinds == std::vector<std::string>{"pd"});
   CHECK(ta.points == 4);
   CHECK(ta.failed.empty());
   const std::string csv = Slurp(SweepCsvPath(a));
   CHECK(csv == Slurp(SweepCsvPath(b)));
-  CHECK(csv.rfind(SweepCsvHeader({"cluster.prefill.count", "cluster.decode.count"}, true) + "\n",
+  const RowSchema schema = RowSchemaFor({&ClusterKind()});
+  CHECK(csv.rfind(SweepCsvHeader({"cluster.prefill.count", "cluster.decode.count"}, schema) + "\n",
                   0) == 0);
   CHECK(csv.find("\n0,1,1,ok,40,0,0,") != std::string::npos);  // all 40 requests finished
   CHECK(csv.find("\n3,2,2,ok,40,0,0,") != std::string::npos);
   // The row equals what RunPoint reports for the same point (the `kvsim run` path).
   auto pts = ExpandSweep(Tree(kCluster));
   REQUIRE(pts.ok());
-  PointResult r = RunPoint(pts.value()[2], "sweep.yaml", {});
+  const SweepPoint& p = pts.value()[2];
+  PointResult r = RunPoint(p.index, p.labels, p.tree, "sweep.yaml", {});
   REQUIRE(r.status.ok());
-  CHECK(r.cluster);
-  CHECK(r.cluster_summary.finished == 40);
-  CHECK(r.cluster_summary.transferred_requests == 40);
-  CHECK(csv.find("\n" + SweepCsvRow(r, true, IdentifySweep(Tree(kCluster), 4)) + "\n") !=
+  CHECK(r.kind == &ClusterKind());
+  CHECK(r.metrics.Number("finished") == 40);
+  CHECK(r.metrics.Number("transferred_requests") == 40);
+  CHECK(csv.find("\n" + SweepCsvRow(r, schema, IdentifySweep(Tree(kCluster), 4)) + "\n") !=
         std::string::npos);
   fs::remove_all(dir);
 }
@@ -283,9 +283,124 @@ TEST_CASE("sweep: a P/D point whose setup is invalid is an error row with the cl
   REQUIRE(line.size() > identity.size());
   CHECK(line.substr(line.size() - identity.size()) == identity);
   line.resize(line.size() - identity.size());
-  CHECK(line.size() > ClusterSweepColumns().size());
-  CHECK(line.substr(line.size() - ClusterSweepColumns().size()) ==
-        std::string(ClusterSweepColumns().size(), ','));
+  const size_t ncols = ClusterKind().columns.size();
+  CHECK(line.size() > ncols);
+  CHECK(line.substr(line.size() - ncols) == std::string(ncols, ','));
+  fs::remove_all(dir);
+}
+
+// The fields of one CSV line (RFC 4180 quotes: a P/D label holds commas).
+std::vector<std::string> Fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST_CASE("sweep: an axis that switches colocated <-> P/D gives one CSV with both kinds") {
+  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_mixed";
+  fs::remove_all(dir);
+  std::ostringstream log;
+  ConfigNode t = Tree(kCluster);
+  // null removes the base scenario's `cluster:` (a single engine); the map is a P/D cluster.
+  REQUIRE(ApplyOverride(t,
+                        "sweep={cluster: [null, {prefill: {count: 1, cache: {block_size: 64, "
+                        "layout: NHD, enable_prefix_caching: false}}, decode: {count: 1, cache: "
+                        "{block_size: 16, layout: HND}}, transfer: {save_side_postprocess: "
+                        "true}}], seed: [3, 4]}")
+              .ok());
+  SweepOptions full;
+  full.out_dir = (dir / "full").string();
+  SweepTally tally;
+  REQUIRE(RunSweep(t, "sweep.yaml", full, log, &tally).ok());
+  CHECK(tally.kinds == std::vector<std::string>{"engine", "pd"});
+  CHECK(tally.points == 4);
+  CHECK(tally.failed.empty());
+  const std::string csv = Slurp(SweepCsvPath(full));
+  const std::vector<std::string> lines = Lines(csv);
+  REQUIRE(lines.size() == 5);
+  const std::vector<std::string> header = Fields(lines[0]);
+  auto col = [&](const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    REQUIRE(it != header.end());
+    CHECK(std::count(header.begin(), header.end(), name) == 1);  // shared columns once
+    return static_cast<size_t>(it - header.begin());
+  };
+  // point, the two sweep keys, status, then the kind.
+  CHECK(col("status") == 3);
+  CHECK(col("kind") == 4);
+  const size_t block = col("attn_block_size"), transfer = col("transfer_mean_ms");
+  const size_t finished = col("finished"), moved = col("transferred_requests");
+  CHECK(col("sweep_points") == header.size() - 1);
+  for (int p = 0; p < 4; ++p) {
+    const std::vector<std::string> f = Fields(lines[static_cast<size_t>(p) + 1]);
+    INFO("point " << p << ": " << lines[static_cast<size_t>(p) + 1]);
+    REQUIRE(f.size() == header.size());
+    CHECK(f[0] == std::to_string(p));
+    CHECK(f[3] == "ok");
+    CHECK(f[finished] == "40");  // every request of the workload, either way
+    // The cluster axis is the first, so it varies slowest: points 0 and 1 are cluster=null.
+    if (p < 2) {
+      CHECK(f[1] == "null");
+      CHECK(f[4] == "engine");
+      CHECK(f[block] == "16");
+      CHECK(f[transfer].empty());
+      CHECK(f[moved].empty());
+    } else {
+      CHECK(f[1].rfind("{prefill: ", 0) == 0);
+      CHECK(f[4] == "pd");
+      CHECK(f[block].empty());
+      CHECK(std::stod(f[transfer]) > 0);
+      CHECK(f[moved] == "40");  // each prompt's KV crossed the network once
+    }
+  }
+  // Resumed twice from the journal (stopped after 1, then after 2 more points): the same CSV.
+  SweepOptions part;
+  part.out_dir = (dir / "part").string();
+  part.jobs = 2;
+  SweepTally t1, t2, t3;
+  part.max_points = 1;
+  REQUIRE(RunSweep(t, "sweep.yaml", part, log, &t1).ok());
+  CHECK_FALSE(t1.complete);
+  part.max_points = 2;
+  REQUIRE(RunSweep(t, "sweep.yaml", part, log, &t2).ok());
+  CHECK_FALSE(t2.complete);
+  part.max_points = 0;
+  REQUIRE(RunSweep(t, "sweep.yaml", part, log, &t3).ok());
+  CHECK(t3.complete);
+  CHECK(Slurp(SweepCsvPath(part)) == csv);
+  // Shards mix kinds too (0/2 holds points 0 and 2) and still merge to the same CSV.
+  std::vector<std::string> shards;
+  for (int k = 0; k < 2; ++k) {
+    SweepOptions o;
+    o.out_dir = (dir / "sh").string();
+    o.shard_k = k;
+    o.shard_n = 2;
+    REQUIRE(RunSweep(t, "sweep.yaml", o, log).ok());
+    shards.push_back(SweepCsvPath(o));
+  }
+  const std::string merged = (dir / "merged.csv").string();
+  REQUIRE(MergeSweepCsvs(shards, merged, log).ok());
+  CHECK(Slurp(merged) == csv);
   fs::remove_all(dir);
 }
 

@@ -8,12 +8,19 @@
 #include <fstream>
 #include <map>
 
-#include "sim/scenario/sim_sections.h"
 #include "sim/workload/synthetic_workload.h"
 #include "sim/workload/trace_workload.h"
+#include "sim/workload/workload_config.h"
 
 namespace kvsim {
 namespace {
+
+// The prompt token ids of a request (specs carry recipes).
+std::vector<TokenId> Ids(const IWorkload& w, const RequestSpec& r) {
+  std::vector<TokenId> ids;
+  w.BuildPrompt(r, ids);
+  return ids;
+}
 
 std::vector<RequestSpec> Drain(IWorkload& w) {
   std::vector<RequestSpec> out;
@@ -62,16 +69,64 @@ TEST_CASE("shared_prefix: deterministic, capped, Poisson rate, shared system pro
   REQUIRE(rb.size() == 5000);
   std::map<std::vector<TokenId>, int> prefixes;
   for (size_t i = 0; i < ra.size(); ++i) {
-    CHECK(ra[i].prompt == rb[i].prompt);
+    const std::vector<TokenId> ids = Ids(a, ra[i]);
+    CHECK(ids == Ids(b, rb[i]));
     CHECK(ra[i].arrival == rb[i].arrival);
     CHECK(ra[i].id == static_cast<int64_t>(i));
-    CHECK(ra[i].prompt.size() == 120);
+    CHECK(ra[i].num_prompt_tokens == 120);
+    REQUIRE(ids.size() == 120);
     if (i) CHECK(ra[i].arrival >= ra[i - 1].arrival);
-    prefixes[std::vector<TokenId>(ra[i].prompt.begin(), ra[i].prompt.begin() + 100)]++;
+    prefixes[std::vector<TokenId>(ids.begin(), ids.begin() + 100)]++;
   }
   CHECK(prefixes.size() == 3);
   const double rate = 4999.0 / (static_cast<double>(ra.back().arrival) / 1e9);
   CHECK(rate == Catch::Approx(50).epsilon(0.05));
+}
+
+TEST_CASE("prompt recipes: the ids an eager generator draws; the stream moves past them") {
+  // The token stream's contract, drawn here by hand: Rng(seed).Fork(3) gives each request
+  // its output seed, then its user tokens scaled into [0, vocab) by multiply-shift.
+  WorkloadConfig c;
+  c.num_requests = 3;
+  c.vocab_size = 1000;
+  c.prompt_tokens = {"fixed", 5, 0, 1, 100};
+  SyntheticWorkload w(c, 11);
+  const auto reqs = Drain(w);
+  REQUIRE(reqs.size() == 3);
+  Rng t = Rng(11).Fork(3);
+  for (const RequestSpec& r : reqs) {
+    CHECK(r.output_seed == t.Next());
+    std::vector<TokenId> want;
+    for (int i = 0; i < 5; ++i)
+      want.push_back(static_cast<TokenId>(((t.Next() >> 32) * 1000) >> 32));
+    CHECK(Ids(w, r) == want);
+    CHECK(Ids(w, r) == want);  // building again gives the same ids
+  }
+}
+
+TEST_CASE("prompt recipes: a long conversation is a few parts, not its tokens") {
+  WorkloadConfig c;
+  c.kind = "multi_turn";
+  c.num_requests = 10;
+  c.system_prompt = {4000, 1, 0.0};
+  c.prompt_tokens = {"fixed", 3000, 0, 1, 10000};
+  c.output_tokens = {"fixed", 1000, 0, 1, 10000};
+  c.multi_turn.turns = {"fixed", 4, 0, 1, 10};
+  SyntheticWorkload w(c, 5);
+  std::vector<RequestSpec> turn = {*w.Next()};
+  for (int k = 1; k < 4; ++k) {
+    std::vector<RequestSpec> next;
+    w.OnFinish(turn.back(), 1000, 0, next);
+    REQUIRE(next.size() == 1);
+    turn.push_back(next[0]);
+  }
+  // Turn 3: 4000 + 3000 + 3 × (1000 reply + 3000 new) tokens, 64 KB as ids; the recipe is
+  // the system prompt, the first user text and a reply + user text per earlier turn.
+  const RequestSpec& last = turn.back();
+  CHECK(last.num_prompt_tokens == 4000 + 3000 + 3 * 4000);
+  CHECK(last.prompt.size() == 2 + 2 * 3);
+  CHECK(last.bytes() < 1024);
+  CHECK(Ids(w, last).size() == 19000);
 }
 
 TEST_CASE("duration cap ends the stream; burst puts everything at t = 0") {
@@ -127,9 +182,12 @@ TEST_CASE("multi_turn: the next turn extends the conversation and arrives after 
   CHECK(t1.turn == 1);
   CHECK(t1.group == first->group);
   CHECK(t1.arrival >= 5 * kTicksPerSecond);
-  REQUIRE(t1.prompt.size() == 70);
-  CHECK(std::equal(first->prompt.begin(), first->prompt.end(), t1.prompt.begin()));
-  for (int k = 0; k < 10; ++k) CHECK(t1.prompt[30 + k] == OutputToken(first->output_seed, k, c.vocab_size));
+  const std::vector<TokenId> p0 = Ids(w, *first), p1 = Ids(w, t1);
+  CHECK(t1.num_prompt_tokens == 70);
+  REQUIRE(p1.size() == 70);
+  CHECK(std::equal(p0.begin(), p0.end(), p1.begin()));
+  for (int k = 0; k < 10; ++k)
+    CHECK(p1[30 + k] == OutputToken(first->output_seed, k, c.vocab_size));
   std::vector<RequestSpec> f2, f3;
   w.OnFinish(t1, 10, 6 * kTicksPerSecond, f2);
   REQUIRE(f2.size() == 1);
@@ -152,7 +210,10 @@ TEST_CASE("agent_tree: branching children extend the parent, depth-limited") {
   REQUIRE(kids.size() == 3);
   for (const auto& k : kids) {
     CHECK(k.turn == 1);
-    CHECK(k.prompt.size() == root->prompt.size() + 4 + 5);
+    CHECK(k.num_prompt_tokens == root->num_prompt_tokens + 4 + 5);
+    const std::vector<TokenId> ids = Ids(w, k), parent = Ids(w, *root);
+    REQUIRE(ids.size() == parent.size() + 9);
+    CHECK(std::equal(parent.begin(), parent.end(), ids.begin()));
   }
   std::vector<RequestSpec> grandkids, none;
   w.OnFinish(kids[0], 4, 0, grandkids);
@@ -199,16 +260,18 @@ TEST_CASE("azure trace: the optional system prompt leads every prompt; JSONL tra
   REQUIRE(w.ok());
   const auto reqs = Drain(*w.value());
   REQUIRE(reqs.size() == 3);
-  CHECK(reqs[0].prompt.size() == 64 + 40);
-  CHECK(reqs[2].prompt.size() == 64 + 20);
+  const std::vector<TokenId> first = Ids(*w.value(), reqs[0]);
+  CHECK(first.size() == 64 + 40);
+  CHECK(Ids(*w.value(), reqs[2]).size() == 64 + 20);
   for (const auto& r : reqs) {
-    CHECK(std::equal(r.prompt.begin(), r.prompt.begin() + 64, reqs[0].prompt.begin()));
+    const std::vector<TokenId> ids = Ids(*w.value(), r);
+    CHECK(std::equal(ids.begin(), ids.begin() + 64, first.begin()));
   }
   // Without a system prompt nothing is shared up front.
   c.system_prompt.tokens = 0;
   auto plain = MakeWorkload(c, 7, nullptr);
   REQUIRE(plain.ok());
-  CHECK(Drain(*plain.value())[0].prompt.size() == 40);
+  CHECK(Ids(*plain.value(), Drain(*plain.value())[0]).size() == 40);
 
   const std::string jsonl = dir + "/t.jsonl";
   std::ofstream(jsonl) << "{\"id\": 1, \"tokens\": [1, 2, 3], \"timestamp\": 0}\n";
@@ -269,7 +332,7 @@ TEST_CASE("closed loop: N clients, each sends its next request when the last one
   w.OnFinish(*first, 10, 7000, follow);
   REQUIRE(follow.size() == 1);
   CHECK(follow[0].arrival == 7000);
-  CHECK(follow[0].prompt.size() == 10);
+  CHECK(follow[0].num_prompt_tokens == 10);
   CHECK(follow[0].id == 2);
   // The cap holds: requests 3 and 4 are the last ones.
   std::vector<RequestSpec> more;

@@ -5,6 +5,7 @@
 // "busiest" state of its blocks: in use > cached > free).
 #include "viz/panels/block_pool_panel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 

@@ -3,6 +3,7 @@
 // are shown as text in place of the results (the last good plan stays below, dimmed).
 #include <imgui.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "sim/report/plan_report.h"

@@ -1,4 +1,4 @@
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 
 #include <cctype>
 
@@ -11,8 +11,8 @@ std::string LeadingKeyPath(const std::string& message) {
   if (colon == std::string::npos || colon == 0) return "";
   for (size_t i = 0; i < colon; ++i) {
     const char c = message[i];
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '_' || c == '.')) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '.')) {
       return "";
     }
   }

@@ -1,0 +1,156 @@
+// The single-engine kind of Simulation: an Engine (sim/engine.h) and its outputs
+// (sim/metrics_output.h), its metrics as the sweep CSV's single-engine columns
+// (docs/columns.md) and its table row.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine.h"
+#include "sim/metrics_output.h"
+#include "sim/run/kinds.h"
+#include "sim/trace_export.h"
+
+namespace kvsim {
+namespace {
+
+class EngineSimulation : public Simulation {
+ public:
+  explicit EngineSimulation(std::unique_ptr<Engine> e) : e_(std::move(e)) {}
+  const SimulationKind& kind() const override { return EngineKind(); }
+  void SetTrace(TraceRecorder* trace) override { e_->SetTrace(trace); }
+  bool SetStepLog(const StepRecordSink* sink) override {
+    e_->SetStepLog(sink);
+    return true;
+  }
+  void Run() override {
+    e_->Run();
+    summary_ = e_->Summary();
+  }
+  Tick now() const override { return e_->now(); }
+
+  MetricSet Metrics() const override {
+    const KvCachePlan& p = e_->plan();
+    const RunSummary& s = summary_;
+    MetricSet m;
+    m.Add("attn_block_size", "tokens", p.attn_block_size);
+    m.Add("num_blocks", "blocks", p.num_blocks);
+    m.Add("padding_pct", "percent", 100.0 * p.padding_fraction());
+    m.Add("finished", "requests", s.requests_finished);
+    m.Add("rejected", "requests", s.requests_rejected);
+    m.Add("prefix_hit_rate", "fraction", s.prefix_hit_rate);
+    m.Add("ttft_mean_ms", "ms", s.ttft_ms.mean);
+    m.Add("ttft_p50_ms", "ms", s.ttft_ms.p50);
+    m.Add("ttft_p90_ms", "ms", s.ttft_ms.p90);
+    m.Add("ttft_p99_ms", "ms", s.ttft_ms.p99);
+    m.Add("tpot_mean_ms", "ms", s.tpot_ms.mean);
+    m.Add("tpot_p90_ms", "ms", s.tpot_ms.p90);
+    m.Add("itl_p50_ms", "ms", s.itl_ms.p50);
+    m.Add("itl_p99_ms", "ms", s.itl_ms.p99);
+    m.Add("e2e_mean_ms", "ms", s.e2e_ms.mean);
+    m.Add("e2e_p99_ms", "ms", s.e2e_ms.p99);
+    m.Add("output_tok_s", "tokens/s", s.output_throughput);
+    m.Add("total_tok_s", "tokens/s", s.total_throughput);
+    m.Add("requests_s", "requests/s", s.request_throughput);
+    m.Add("preemptions", "count", s.preemptions);
+    m.Add("kv_usage_mean", "fraction", s.kv_usage_mean);
+    m.Add("kv_usage_max", "fraction", s.kv_usage_max);
+    m.Add("padding_gib_in_use", "GiB", s.padding_bytes_in_use_mean / (1024.0 * 1024.0 * 1024.0));
+    m.Add("makespan_s", "s", s.makespan_s);
+    m.Add("steps", "count", s.steps);
+    return m;
+  }
+
+  Status WriteOutputs(const std::string& dir, const Labels& labels) const override {
+    return WriteRunOutputs(*e_, labels, dir);
+  }
+
+  std::string Report() const override {
+    const Scenario& s = e_->scenario();
+    std::string out = fmt::format("kvsim run: {} — {}\n", s.name, s.description);
+    out += fmt::format("  model {} (TP {}), hardware {} [{}], seed {}\n", s.model.name, s.cache.tp,
+                       s.sim.hardware.name, s.sim.hardware_source, s.seed);
+    out += fmt::format("  budget {} tokens / {} seqs, KV memory {:.1f} GiB\n",
+                       s.scheduler.max_num_batched_tokens, s.scheduler.max_num_seqs,
+                       static_cast<double>(s.cache.kv_memory_bytes) / (1 << 30));
+    out += "  workload " + Workload() + "\n";
+    return out;
+  }
+
+  std::string Workload() const override {
+    std::string w = e_->workload_description();
+    if (!e_->workload_note().empty()) w += " [" + e_->workload_note() + "]";
+    return w;
+  }
+  std::string Rejections() const override { return DescribeRejections(*e_); }
+  std::string SummaryJson() const override {
+    return SummaryToJson(summary_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  std::optional<ReferenceComparison> CompareWithReference() const override {
+    const ReferenceConfig& ref = e_->scenario().sim.reference;
+    if (ref.summary.empty()) return std::nullopt;
+    return ReferenceComparison{ref.source, kvsim::CompareWithReference(summary_, ref.summary)};
+  }
+
+ private:
+  std::unique_ptr<Engine> e_;
+  RunSummary summary_;
+};
+
+}  // namespace
+
+const SimulationKind& EngineKind() {
+  static const SimulationKind kKind = [] {
+    SimulationKind k;
+    k.name = "engine";
+    k.columns = {{"attn_block_size", "tokens"},
+                 {"num_blocks", "blocks"},
+                 {"padding_pct", "percent"},
+                 {"finished", "requests"},
+                 {"rejected", "requests"},
+                 {"prefix_hit_rate", "fraction"},
+                 {"ttft_mean_ms", "ms"},
+                 {"ttft_p50_ms", "ms"},
+                 {"ttft_p90_ms", "ms"},
+                 {"ttft_p99_ms", "ms"},
+                 {"tpot_mean_ms", "ms"},
+                 {"tpot_p90_ms", "ms"},
+                 {"itl_p50_ms", "ms"},
+                 {"itl_p99_ms", "ms"},
+                 {"e2e_mean_ms", "ms"},
+                 {"e2e_p99_ms", "ms"},
+                 {"output_tok_s", "tokens/s"},
+                 {"total_tok_s", "tokens/s"},
+                 {"requests_s", "requests/s"},
+                 {"preemptions", "count"},
+                 {"kv_usage_mean", "fraction"},
+                 {"kv_usage_max", "fraction"},
+                 {"padding_gib_in_use", "GiB"},
+                 {"makespan_s", "s"},
+                 {"steps", "count"}};
+    // `pad MiB` is padding_gib_in_use × 1024 (the padded share of the blocks in use).
+    k.table.indent = 2;
+    k.table.gap = 2;
+    k.table.columns = {
+        {"block", "attn_block_size", 6, 0, 1, "", true},
+        {"hit rate", "prefix_hit_rate", 7, 1, 100, "%", false},
+        {"TTFT ms", "ttft_mean_ms", 9, 1, 1, "", false},
+        {"TTFT p90", "ttft_p90_ms", 9, 1, 1, "", false},
+        {"TPOT ms", "tpot_mean_ms", 9, 2, 1, "", false},
+        {"out tok/s", "output_tok_s", 10, 0, 1, "", false},
+        {"preempt", "preemptions", 8, 0, 1, "", true},
+        {"KV use", "kv_usage_mean", 6, 1, 100, "%", false},
+        {"pad MiB", "padding_gib_in_use", 8, 1, 1024, "", false},
+    };
+    k.presentation = SimulationKind::Presentation::kHeaderThenTable;
+    return k;
+  }();
+  return kKind;
+}
+
+Result<std::unique_ptr<Simulation>> MakeEngineSimulation(const Scenario& sc) {
+  auto e = Engine::Create(sc);
+  if (!e.ok()) return e.status();
+  return std::unique_ptr<Simulation>(new EngineSimulation(std::move(e.value())));
+}
+
+}  // namespace kvsim

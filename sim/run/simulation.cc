@@ -1,0 +1,16 @@
+#include "sim/run/simulation.h"
+
+#include "sim/run/kinds.h"
+#include "sim/scenario_config.h"
+
+namespace kvsim {
+
+const SimulationKind& KindOf(const Scenario& sc) {
+  return sc.cluster.enabled ? ClusterKind() : EngineKind();
+}
+
+Result<std::unique_ptr<Simulation>> MakeSimulation(const Scenario& sc) {
+  return sc.cluster.enabled ? MakeClusterSimulation(sc) : MakeEngineSimulation(sc);
+}
+
+}  // namespace kvsim
