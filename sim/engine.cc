@@ -1,6 +1,8 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include "sim/engine_common.h"
 #include "sim/scenario/offload_section.h"
@@ -17,14 +19,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   }
   auto kvc = EngineKvConfig(sc, plan.value());
   if (!kvc.ok()) return kvc.status();
+  std::optional<OffloadConnectorConfig> offload;
   if (sc.offload.enabled) {
-    // Checked like everywhere else, then refused rather than silently ignored.
     auto off = ScenarioOffloadConfig(sc, plan.value());
     if (!off.ok()) return off.status();
-    return Status::Error("offload_unsupported",
-                         sc.Where("cache.offload") +
-                             ": cache.offload: the discrete-event engine does not model the "
-                             "CPU tier yet; `kvsim replay --scenario` does");
+    if (!sc.offload.empty()) offload = std::move(off.value());
   }
   std::string note;
   auto wl = MakeWorkload(sc.sim.workload, sc.seed, &note);
@@ -35,9 +34,25 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   // modelled with sync scheduling (docs/step-log.md).
   params.async_scheduling =
       sc.sim.scheduler.async_scheduling && sc.cache.num_speculative_tokens == 0;
+  params.reserve_for_inflight_prefills =
+      offload && offload->semantics == VllmSemantics::kLatest;
   std::unique_ptr<Engine> e(
       new Engine(sc, std::move(plan.value()), kvc.value(), params, std::move(wl.value())));
   e->workload_note_ = note;
+  if (offload) {
+    // Copies go over the GPU's host link; every rank copies its share of each block in
+    // parallel, so one rank's bytes set the time.
+    CopyLinkModel link;
+    link.bytes_per_ns = sc.offload.pcie_gbytes_per_s;  // GB/s = bytes/ns
+    link.latency_ns = std::llround(sc.offload.pcie_latency_us * 1e3);
+    link.launch_ns = std::llround(sc.offload.copy_kernel_us * 1e3);
+    link.kernels_per_job = std::max<int64_t>(1, static_cast<int64_t>(e->plan_.tensors.size()));
+    link.block_bytes = e->plan_.block_bytes * offload->block_size_factor;
+    link.shared_link = sc.offload.shared_link;
+    e->offload_block_bytes_ = GpuBlockBytesAllRanks(e->plan_) * offload->block_size_factor;
+    e->offload_ = std::make_unique<OffloadDriver>(*offload, &e->inst_.kv(), link);
+    e->inst_.set_connector(e->offload_.get());
+  }
   return e;
 }
 
@@ -113,6 +128,10 @@ void Engine::Run() {
   }
   const PrefixCacheStats& st = inst_.kv().stats();
   metrics_.Lookups(st.requests, st.query_tokens, st.hit_tokens);
+  if (offload_) {
+    metrics_.OffloadBytes(offload_->blocks_loaded() * offload_block_bytes_,
+                          offload_->blocks_stored() * offload_block_bytes_);
+  }
 }
 
 void Engine::OnArrival(int64_t id) {
@@ -166,8 +185,29 @@ void Engine::EndForWorkload(const RequestSpec& spec, int64_t output_tokens) {
   }
 }
 
+void Engine::OffloadDecision(const StepPlan& plan) {
+  finished_ptrs_.clear();
+  for (SimRequest& r : finished_since_decision_) finished_ptrs_.push_back(&r);
+  offload_->EndDecision(plan, finished_ptrs_);
+  finished_since_decision_.clear();
+  for (const ConnectorAdmission& a : plan.connector_admitted) {
+    if (a.req->num_preemptions > 0) continue;  // a resume: first-admission metrics are set
+    RequestRecord& rec = metrics_.record(a.req->id);
+    rec.cached_tokens = a.gpu_hit_tokens;
+    rec.cpu_cached_tokens = a.external_hit_tokens;
+    if (a.external_hit_tokens > 0) rec.load_start = now_;
+  }
+}
+
 void Engine::DecideInto(StepPlan& plan, StepRecord& record) {
+  if (offload_) {
+    // Copies that ended by now are reported to this decision; the stores the previous
+    // decision planned start as this step runs.
+    offload_->ApplyOutput(now_);
+    offload_->BeginDecision(now_);
+  }
   inst_.Decide(plan);
+  if (offload_) OffloadDecision(plan);
   for (SimRequest* p : plan.preempted) {
     metrics_.Preemption();
     metrics_.record(p->id).preemptions = p->num_preemptions;
@@ -178,16 +218,40 @@ void Engine::DecideInto(StepPlan& plan, StepRecord& record) {
 
 void Engine::OnSchedule() {
   if (step_in_flight_) return;
-  if (inst_.idle()) return;
+  if (inst_.idle()) {
+    if (offload_ && !finished_since_decision_.empty()) {
+      // vLLM's engine makes one more decision for the requests that just finished: the
+      // tier's last stores start (and, with nothing unfinished, every copy is flushed).
+      offload_->ApplyOutput(now_);
+      offload_->BeginDecision(now_);
+      StepPlan none;
+      OffloadDecision(none);
+      offload_->BeginDecision(now_);  // the stores just planned start now
+    }
+    return;
+  }
   DecideInto(step_, step_record_);
   if (step_.empty()) {
     const SchedulerState& state = inst_.state();
-    if (state.running.empty() && !state.waiting.empty()) {
+    if (offload_ && state.running.empty()) {
+      // Requests wait for loads (or for stores in flight their lookups met): vLLM's engine
+      // keeps stepping with nothing to compute; the next decision that can change anything
+      // comes when the next copy ends.
+      const Tick next = offload_->NextCompletion();
+      if (next >= 0) {
+        schedule_pending_ = true;
+        queue_.Push(std::max(next, now_ + 1), EventKind::kSchedule);
+        return;
+      }
+    }
+    if (state.running.empty() && state.num_waiting() > 0) {
       // Nothing runs and the head of the queue still cannot be admitted: it never will be
       // (the cache is as empty as it gets). Reject it so the run cannot hang.
-      SimRequest* head = state.waiting.front();
+      SimRequest* head = !state.skipped_waiting.empty() ? state.skipped_waiting.front()
+                                                        : state.waiting.front();
       const int64_t id = head->id;
       Live& l = LiveOf(*head);
+      if (offload_) offload_->RequestFinished(l);
       inst_.Drop(head);
       Reject(l);
       Release(l.spec);
@@ -211,7 +275,7 @@ void Engine::Launch() {
       RequestRecord& rec = metrics_.record(c.req->id);
       if (rec.first_scheduled < 0) {
         rec.first_scheduled = now_;
-        rec.cached_tokens = c.hit_tokens;
+        if (!offload_) rec.cached_tokens = c.hit_tokens;  // with a tier: set at its lookup
         if (trace_) trace_->RequestPhase(c.req->id, "queued", rec.arrival, now_);
       }
     }
@@ -289,6 +353,18 @@ void Engine::OnStepEnd() {
   if (step_log_) {
     for (SimRequest* p : finished_buf_) step_record_.finished.push_back(static_cast<int32_t>(p->id));
     (*step_log_)(step_record_);
+  }
+  if (offload_) {
+    for (SimRequest* p : finished_buf_) {
+      offload_->RequestFinished(*p);  // before its blocks are freed
+      finished_since_decision_.push_back(*p);
+      finished_since_decision_.back().kv_handle = -1;
+    }
+    metrics_.CpuTierSample(
+        offload_->connector().tier().num_blocks() > 0
+            ? static_cast<double>(offload_->num_cpu_blocks_used()) /
+                  static_cast<double>(offload_->connector().tier().num_blocks())
+            : 0.0);
   }
   inst_.ReleaseFinished(finished_buf_);
   for (SimRequest* p : finished_buf_) Finish(LiveOf(*p));

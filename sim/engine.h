@@ -31,6 +31,7 @@
 #include "core/kv_cache_manager.h"
 #include "sim/event_queue.h"
 #include "sim/instance/engine_instance.h"
+#include "sim/instance/offload_driver.h"
 #include "sim/instance/step_clock.h"
 #include "sim/metrics.h"
 #include "sim/scenario_config.h"
@@ -135,6 +136,14 @@ class Engine {
   int64_t num_spec_ = 0;  // drafts per step (cache.num_speculative_tokens)
   std::vector<RequestSpec> follow_buf_;
   std::vector<SimRequest*> finished_buf_;
+  // The CPU offloading tier (cache.offload), or null; copies take the host link's time.
+  std::unique_ptr<OffloadDriver> offload_;
+  // Requests finished since the last decision, copied (the live ones are gone by then): the
+  // tier's store pass visits them in the latest profile.
+  std::vector<SimRequest> finished_since_decision_;
+  std::vector<SimRequest*> finished_ptrs_;
+  int64_t offload_block_bytes_ = 0;  // one offloaded block over all TP ranks
+  void OffloadDecision(const StepPlan& plan);  // the tier's side of a decision
 };
 
 }  // namespace kvsim

@@ -95,7 +95,7 @@ void Metrics::StepEnd(Tick start, Tick end, double usage, int64_t running, int64
 RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
                               int64_t padding_bytes_total) const {
   RunSummary s;
-  std::vector<double> ttft, tpot, e2e, queue;
+  std::vector<double> ttft, tpot, e2e, queue, load_wait;
   Tick first_arrival = -1, last_finish = 0;
   for (const RequestRecord& r : records_) {
     ++s.requests_arrived;
@@ -113,6 +113,8 @@ RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
     s.prompt_tokens += r.prompt_tokens;
     s.output_tokens += r.output_tokens;
     s.hit_tokens += r.cached_tokens;
+    s.cpu_hit_tokens += r.cpu_cached_tokens;
+    if (r.load_start >= 0) load_wait.push_back(TicksToMs(r.first_scheduled - r.load_start));
     ttft.push_back(TicksToMs(r.first_token - r.arrival));
     e2e.push_back(TicksToMs(r.finish - r.arrival));
     queue.push_back(TicksToMs(r.first_scheduled - r.arrival));
@@ -125,6 +127,14 @@ RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
   s.tpot_ms = ExactPercentiles(tpot);
   s.e2e_ms = ExactPercentiles(e2e);
   s.queue_ms = ExactPercentiles(queue);
+  s.load_wait_ms = ExactPercentiles(load_wait);
+  s.cpu_hit_rate = s.prompt_tokens > 0 ? static_cast<double>(s.cpu_hit_tokens) /
+                                             static_cast<double>(s.prompt_tokens)
+                                       : 0;
+  s.offload_bytes_loaded = offload_loaded_;
+  s.offload_bytes_stored = offload_stored_;
+  s.cpu_tier_usage_mean = cpu_samples_ > 0 ? cpu_usage_sum_ / static_cast<double>(cpu_samples_) : 0;
+  s.cpu_tier_usage_max = cpu_usage_max_;
   const Percentiles itl = itl_.Summarize();
   s.itl_ms = {itl.mean / 1e6, itl.p50 / 1e6, itl.p90 / 1e6,
               itl.p99 / 1e6,  itl.max / 1e6, itl.count};

@@ -9,6 +9,7 @@
 // within 1% of the exact ones. Everything is integer ticks or derived deterministically.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,7 +28,9 @@ struct RequestRecord {
   Tick finish = -1;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
-  int64_t cached_tokens = 0;  // prefix hit at first admission
+  int64_t cached_tokens = 0;  // prefix hit at first admission (with a CPU tier: the GPU part)
+  int64_t cpu_cached_tokens = 0;  // CPU-tier hit at first admission
+  Tick load_start = -1;           // admitted with a CPU hit: the load started then
   int32_t preemptions = 0;
   bool rejected = false;  // could never fit (prompt ≥ max_model_len or larger than the cache)
 };
@@ -94,6 +97,14 @@ struct RunSummary {
   int64_t padding_bytes_total = 0;
   double padding_bytes_in_use_mean = 0;
   double spec_acceptance = 0;       // accepted drafts / scheduled drafts
+  // CPU offloading tier (zero without one): first-admission CPU hits of finished requests,
+  // blocks copied each way, the tier's occupancy at step ends, and how long a request
+  // admitted with a CPU hit waited for its load before its first step.
+  int64_t cpu_hit_tokens = 0;
+  double cpu_hit_rate = 0;          // cpu_hit_tokens / prompt_tokens
+  int64_t offload_bytes_loaded = 0, offload_bytes_stored = 0;
+  double cpu_tier_usage_mean = 0, cpu_tier_usage_max = 0;  // of its blocks, over steps
+  Percentiles load_wait_ms;
 };
 
 class Metrics {
@@ -124,6 +135,15 @@ class Metrics {
   void Lookups(int64_t n, int64_t query, int64_t hit) {
     lookups_ = n, lookup_query_ = query, lookup_hit_ = hit;
   }
+  // The CPU tier after a step: its occupancy (fraction of its blocks held).
+  void CpuTierSample(double usage) {
+    cpu_usage_sum_ += usage;
+    cpu_usage_max_ = std::max(cpu_usage_max_, usage);
+    ++cpu_samples_;
+  }
+  void OffloadBytes(int64_t loaded, int64_t stored) {
+    offload_loaded_ = loaded, offload_stored_ = stored;
+  }
 
   RunSummary Summarize(Tick end, int64_t kv_bytes_total, int64_t padding_bytes_total) const;
   const std::vector<KvSample>& kv_series() const { return kv_series_; }
@@ -144,6 +164,9 @@ class Metrics {
   int64_t computed_tokens_ = 0;
   int64_t drafts_scheduled_ = 0, drafts_accepted_ = 0;
   int64_t lookups_ = 0, lookup_query_ = 0, lookup_hit_ = 0;
+  double cpu_usage_sum_ = 0, cpu_usage_max_ = 0;
+  int64_t cpu_samples_ = 0;
+  int64_t offload_loaded_ = 0, offload_stored_ = 0;
 };
 
 }  // namespace kvsim

@@ -81,6 +81,14 @@ struct OffloadSection {
   std::string eviction_policy = "lru";
   int64_t store_threshold = 0;
   int64_t max_tracker_size = 64000;
+  // `kvsim run`: the GPU's host link the copies take (per GPU, per direction).
+  double pcie_gbytes_per_s = 55;
+  double pcie_latency_us = 10;
+  double copy_kernel_us = 5;  // launch + tail of one copy kernel (one per KV tensor per job)
+  bool shared_link = false;   // loads and stores queue on one link (half duplex)
+  // An empty tier (cpu_bytes or num_cpu_blocks 0, e.g. a sweep's baseline point): nothing is
+  // offloaded, the run still reports the tier's columns.
+  bool empty() const { return cpu_bytes == 0 && num_cpu_blocks == 0; }
 };
 
 struct SchedulerConfig {

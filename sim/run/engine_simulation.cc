@@ -16,7 +16,9 @@ namespace {
 class EngineSimulation : public Simulation {
  public:
   explicit EngineSimulation(std::unique_ptr<Engine> e) : e_(std::move(e)) {}
-  const SimulationKind& kind() const override { return EngineKind(); }
+  const SimulationKind& kind() const override {
+    return e_->scenario().offload.enabled ? EngineOffloadKind() : EngineKind();
+  }
   void SetTrace(TraceRecorder* trace) override { e_->SetTrace(trace); }
   bool SetStepLog(const StepRecordSink* sink) override {
     e_->SetStepLog(sink);
@@ -57,6 +59,16 @@ class EngineSimulation : public Simulation {
     m.Add("padding_gib_in_use", "GiB", s.padding_bytes_in_use_mean / (1024.0 * 1024.0 * 1024.0));
     m.Add("makespan_s", "s", s.makespan_s);
     m.Add("steps", "count", s.steps);
+    if (e_->scenario().offload.enabled) {
+      constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+      m.Add("cpu_hit_rate", "fraction", s.cpu_hit_rate);
+      m.Add("offload_gib_loaded", "GiB", static_cast<double>(s.offload_bytes_loaded) / kGiB);
+      m.Add("offload_gib_stored", "GiB", static_cast<double>(s.offload_bytes_stored) / kGiB);
+      m.Add("cpu_tier_usage_mean", "fraction", s.cpu_tier_usage_mean);
+      m.Add("cpu_tier_usage_max", "fraction", s.cpu_tier_usage_max);
+      m.Add("load_wait_mean_ms", "ms", s.load_wait_ms.mean);
+      m.Add("loaded_requests", "requests", s.load_wait_ms.count);
+    }
     return m;
   }
 
@@ -142,6 +154,34 @@ const SimulationKind& EngineKind() {
         {"pad MiB", "padding_gib_in_use", 8, 1, 1024, "", false},
     };
     k.presentation = SimulationKind::Presentation::kHeaderThenTable;
+    return k;
+  }();
+  return kKind;
+}
+
+const SimulationKind& EngineOffloadKind() {
+  static const SimulationKind kKind = [] {
+    SimulationKind k = EngineKind();
+    k.name = "engine_offload";
+    k.columns.insert(k.columns.end(), {{"cpu_hit_rate", "fraction"},
+                                       {"offload_gib_loaded", "GiB"},
+                                       {"offload_gib_stored", "GiB"},
+                                       {"cpu_tier_usage_mean", "fraction"},
+                                       {"cpu_tier_usage_max", "fraction"},
+                                       {"load_wait_mean_ms", "ms"},
+                                       {"loaded_requests", "requests"}});
+    // The tier's columns go beside the GPU hit rate; padding makes room.
+    std::vector<TableColumn> cols;
+    for (const TableColumn& c : k.table.columns) {
+      if (c.metric == "padding_gib_in_use") continue;
+      cols.push_back(c);
+      if (c.metric == "prefix_hit_rate") {
+        cols.push_back({"CPU hit", "cpu_hit_rate", 7, 1, 100, "%", false});
+        cols.push_back({"load ms", "load_wait_mean_ms", 8, 1, 1, "", false});
+      }
+    }
+    cols.push_back({"CPU use", "cpu_tier_usage_mean", 7, 1, 100, "%", false});
+    k.table.columns = std::move(cols);
     return k;
   }();
   return kKind;

@@ -31,7 +31,10 @@ std::string FormatDuration(double s) {
 void ShowPointProgress(bool on) { g_progress.store(on); }
 
 const SimulationKind* KindOfPoint(const ConfigNode& tree) {
-  return IsClusterTree(tree) ? &ClusterKind() : &EngineKind();
+  if (IsClusterTree(tree)) return &ClusterKind();
+  const ConfigNode* cache = tree.Find("cache");
+  const ConfigNode* off = cache != nullptr ? cache->Find("offload") : nullptr;
+  return off != nullptr && off->is_map() ? &EngineOffloadKind() : &EngineKind();
 }
 
 PointResult RunPoint(int64_t index, const Labels& labels, const ConfigNode& tree,

@@ -6,7 +6,8 @@
 namespace kvsim {
 
 const SimulationKind& KindOf(const Scenario& sc) {
-  return sc.cluster.enabled ? ClusterKind() : EngineKind();
+  if (sc.cluster.enabled) return ClusterKind();
+  return sc.offload.enabled ? EngineOffloadKind() : EngineKind();
 }
 
 Result<std::unique_ptr<Simulation>> MakeSimulation(const Scenario& sc) {

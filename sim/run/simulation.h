@@ -46,6 +46,9 @@ struct SimulationKind {
 };
 
 const SimulationKind& EngineKind();
+// A single engine with a CPU offloading tier (cache.offload): the engine's columns, then the
+// tier's (CPU hit rate, GiB loaded / stored, tier occupancy, load wait).
+const SimulationKind& EngineOffloadKind();
 const SimulationKind& ClusterKind();
 // The kind `sc` runs as.
 const SimulationKind& KindOf(const Scenario& sc);

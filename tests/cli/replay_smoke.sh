@@ -67,6 +67,8 @@ printf 'name: off\nmodel: {preset: llama-3.1-8b}\ncache:\n  offload: {num_cpu_bl
   | grep -q 'CPU tier: 500 blocks of 16 tokens, arc' || { echo "FAIL scenario cache.offload"; fail=1; }
 check "scenario offload plus flags" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 200 \
   --scenario "$tmp/off.yaml" --store-threshold 2
-check "run refuses cache.offload" 2 "$kvsim" run "$tmp/off.yaml"
+printf 'name: off\nmodel: {preset: llama-3.1-8b}\ncache:\n  num_gpu_blocks: 2000\n  offload: {num_cpu_blocks: 500}\nworkload: {kind: multi_turn, num_requests: 20}\n' > "$tmp/offrun.yaml"
+check "run with cache.offload" 0 "$kvsim" run "$tmp/offrun.yaml"
+"$kvsim" run "$tmp/offrun.yaml" | grep -q 'CPU hit' || { echo "FAIL run table lacks the CPU tier"; fail=1; }
 check "offload curve" 2 "$kvsim" replay "$tok" --block-size 16 --curve --num-cpu-blocks 50
 exit $fail

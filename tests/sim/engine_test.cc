@@ -210,6 +210,64 @@ workload:
   CHECK(e->Summary().requests_finished == static_cast<int64_t>(recs.size()));
 }
 
+// The CPU tier in `kvsim run`. With GPU prefix caching off every hit comes from the tier, so a
+// later turn's hit is what the earlier turn stored: classic stores every full block it
+// computed (prompt + 49 of its 50 outputs), latest only the prompt's blocks. The load then
+// takes the host link's time before the turn's first step: 10 µs + 1 copy kernel (5 µs) +
+// b · 2 MiB at 55 GB/s for b blocks (Llama-3.1-8B: 2 MiB per 16-token block).
+TEST_CASE("engine with a CPU tier: later turns load what earlier turns stored") {
+  const char* mt = R"(
+name: mt_offload
+seed: 11
+model: {preset: llama-3.1-8b}
+cache:
+  block_size: 16
+  num_gpu_blocks: 20000
+  enable_prefix_caching: false
+  offload: {num_cpu_blocks: 100000}
+workload:
+  kind: multi_turn
+  num_requests: 60
+  rate_per_s: 2
+  prompt_tokens: {dist: fixed, mean: 100}
+  output_tokens: {dist: fixed, mean: 50}
+  multi_turn: {turns: {dist: fixed, mean: 3}, think_time_s: 1.0}
+)";
+  for (const std::string sem : {"classic", "latest"}) {
+    auto e = RunScenario(Load(mt, {"cache.vllm_semantics=" + sem}));
+    int64_t later = 0;
+    for (const auto& r : e->metrics().records()) {
+      CHECK(r.cached_tokens == 0);
+      if (r.turn == 0) {
+        CHECK(r.cpu_cached_tokens == 0);
+        continue;
+      }
+      ++later;
+      const int64_t prev_prompt = r.prompt_tokens - 150;
+      const int64_t want = sem == "classic" ? (prev_prompt + 49) / 16 * 16 : prev_prompt / 16 * 16;
+      CHECK(r.cpu_cached_tokens == want);
+      REQUIRE(r.load_start >= 0);
+      const int64_t blocks = want / 16;
+      const int64_t copy_ns = 10'000 + 5'000 + (blocks * 2 * 1024 * 1024 + 54) / 55;
+      CHECK(r.first_scheduled - r.load_start >= copy_ns);
+    }
+    CHECK(later >= 30);  // 60 requests of 3-turn sessions (the last sessions cut short)
+    const RunSummary s = e->Summary();
+    CHECK(s.requests_finished == 60);
+    CHECK(s.hit_tokens == 0);
+    CHECK(s.cpu_hit_tokens > 0);
+    CHECK(s.load_wait_ms.count == later);  // every later turn waited for one load
+  }
+}
+
+// An empty tier (cpu_bytes 0: a sweep's baseline) changes nothing but the columns.
+TEST_CASE("engine: an empty CPU tier runs exactly as no tier") {
+  auto a = RunScenario(Load(kDense));
+  auto b = RunScenario(Load(kDense, {"cache.offload={cpu_bytes: 0}"}));
+  CHECK(Fingerprint(*a) == Fingerprint(*b));
+  CHECK(b->Summary().cpu_hit_tokens == 0);
+}
+
 // Issue 12: a 200k-request multi-turn run used to hold every waiting request's prompt ids.
 // The engine now holds only requests in flight, each as a recipe of a few parts.
 const char* kSessions = R"(
