@@ -33,6 +33,17 @@ shot default_sweep series0 series1 -- --panel sweep --sweep "$data/sweep_sample.
 shot mimo_plan -- "${mimo[@]}" --panel plan
 shot mimo_page_map K V padding:2000 highlight -- "${mimo[@]}" --panel page_map
 shot mimo_block_pool free cached series0 -- "${mimo[@]}" --panel block_pool --trace scenarios/traces/sample_tokens.jsonl
+# Simulations run by the viewer (the README's two-tier demo): the Steps panel over kvsim
+# schedule's step clock, and the Block pool panel following it with the CPU tier's strip
+# (next-step copies, so the two slots r27 loads at step 62 show pinned); then the default
+# scenario through the engine.
+req=("--requests" "$repo/scenarios/traces/sample_requests.jsonl" --num-gpu-blocks 40
+     --max-num-batched-tokens 64 --num-cpu-blocks 200)
+shot sim_steps prefill decode recompute preempt -- --panel steps "${req[@]}" --step 62
+shot sim_block_pool_two_tier free cached ready:5000 loading:400 -- --panel block_pool \
+  "${req[@]}" --xfer-timing next-step --step 62
+shot run_block_pool free cached series0 -- --panel block_pool --run --set workload.num_requests=100 \
+  --step 40
 # P/D: the prefill pool (NHD, 64-token blocks, TP 4) beside the decode pool (HND, 16, TP 2).
 shot pd_page_map K V highlight -- "$repo/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml" --panel page_map
 # Bad input: exit code 2 and a message, never a crash.
@@ -45,6 +56,20 @@ fi
 # writes its PNG, but exits 2 and names the error, so scripts notice.
 printf 'not json\n' > "$out/bad_trace.jsonl"
 printf '{"hash_ids": [1], "input_length": 1000000000000}\n' > "$out/huge_trace.jsonl"
+# A bad simulation is bad input: exit 2 with the flag or file named.
+for c in "--requests $out/no_such_requests.jsonl --num-gpu-blocks 40|no_such_requests.jsonl" \
+         "--requests $repo/scenarios/traces/sample_requests.jsonl --num-gpu-blocks 1|--num-gpu-blocks" \
+         "$repo/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml --run|P/D"; do
+  args=${c%%|*} want=${c##*|}
+  # shellcheck disable=SC2086
+  timeout 60 "$viz" --panel steps $args --screenshot "$out/bad_sim.png" > "$out/bad_sim.log" 2>&1
+  rc=$?
+  if [ $rc -ne 2 ] || ! grep -qF -- "$want" "$out/bad_sim.log"; then
+    echo "FAIL bad simulation $args: exit $rc"; cat "$out/bad_sim.log"; fail=1
+  else
+    echo "ok   bad simulation $args: exit 2"
+  fi
+done
 for c in "block_pool --trace $out/bad_trace.jsonl|bad_trace.jsonl:1" \
          "block_pool --trace $out/huge_trace.jsonl|input_length" \
          "sweep --sweep $out/no_such_sweep.csv|no_such_sweep.csv"; do

@@ -432,8 +432,10 @@ void BlockPoolPanel::DrawSim(ViewerContext& ctx) {
     if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Home))) idx = 0;
     if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_End))) idx = n - 1;
   }
-  ImGui::TextDisabled("simulation (Steps panel): %s — %s", sim.description().c_str(),
-                      sim.timing_note().c_str());
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("simulation (Steps panel): %s — %s", sim.description().c_str(),
+                     sim.timing_note().c_str());
+  ImGui::PopStyleColor();
   if (ImGui::Button(playing_ ? "pause" : "play ")) playing_ = !playing_;
   ImGui::SameLine();
   if (playing_) {
@@ -472,7 +474,8 @@ void BlockPoolPanel::DrawSim(ViewerContext& ctx) {
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float legend_h =
-      ImGui::GetTextLineHeightWithSpacing() * (sim.num_cpu_slots() ? 3.2f : 2.2f);
+      ImGui::GetTextLineHeightWithSpacing() *
+      ((sim.num_cpu_slots() ? 3.2f : 2.2f) + (sim.holders_note().empty() ? 0.0f : 1.0f));
   const float plots_h = std::max(130.0f, (avail.y - legend_h) * 0.3f);
   const float grids_h = avail.y - plots_h - legend_h - 8;
   if (idx >= sim.num_snapshots()) {
@@ -487,7 +490,8 @@ void BlockPoolPanel::DrawSim(ViewerContext& ctx) {
     DrawSimGrids(sim, idx, avail.x, grids_h);
   }
   DrawSimLegend(sim);
-  DrawSimPlots(sim, idx, avail.x, plots_h);
+  // The plots take what the grids left (square cells rarely fill their share exactly).
+  DrawSimPlots(sim, idx, avail.x, std::max(plots_h, ImGui::GetContentRegionAvail().y - 4));
 }
 
 void BlockPoolPanel::DrawSimGrids(const SimRun& sim, int64_t index, float width, float height) {
@@ -632,8 +636,7 @@ void BlockPoolPanel::DrawSimLegend(const SimRun& sim) {
                 {"(white centre: a load this step copies it, CPU slot → GPU block)", 0, false}});
   }
   if (const std::string note = sim.holders_note(); !note.empty()) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("(%s)", note.c_str());
+    ImGui::TextDisabled("holders: %s", note.c_str());
   }
 }
 

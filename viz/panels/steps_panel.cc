@@ -84,6 +84,14 @@ void StepsPanel::Run(ViewerContext& ctx, Source source, bool wait) {
   PollRun(ctx, wait);
 }
 
+void StepsPanel::SetSource(ViewerContext& ctx, Source source) {
+  started_ = true;
+  source_ = source;
+  error_.clear();
+  // A step-log file has no pool: the Block pool panel goes back to its trace replay.
+  if (source_ == Source::kFile) ctx.sim.reset();
+}
+
 void StepsPanel::PollRun(ViewerContext& ctx, bool wait) {
   if (!pending_.valid()) return;
   if (!wait && pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
@@ -144,12 +152,7 @@ void StepsPanel::DrawSource(ViewerContext& ctx) {
                                    "scenario (engine)"};
   ImGui::PushItemWidth(210);
   int src = static_cast<int>(source_);
-  if (ImGui::Combo("##source", &src, kSources, 3)) {
-    source_ = static_cast<Source>(src);
-    error_.clear();
-    // A step-log file has no pool: the Block pool panel goes back to its trace replay.
-    if (source_ == Source::kFile) ctx.sim.reset();
-  }
+  if (ImGui::Combo("##source", &src, kSources, 3)) SetSource(ctx, static_cast<Source>(src));
   ImGui::PopItemWidth();
   ImGui::SameLine();
   const bool busy = pending_.valid();

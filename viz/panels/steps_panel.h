@@ -54,6 +54,9 @@ class StepsPanel : public IPanel {
   Source source() const { return source_; }
   bool running() const { return pending_.valid(); }
   Status Open(const std::string& path);
+  // Picks where the log comes from; the step-log file drops the shared simulation (the Block
+  // pool panel goes back to its trace replay).
+  void SetSource(ViewerContext& ctx, Source source);
   // Starts a run of `source` (kSchedule: ctx.schedule; kScenario: the loaded plan's scenario)
   // on a worker thread; `wait` blocks until it is done and installs it in ctx.
   void Run(ViewerContext& ctx, Source source, bool wait = false);
