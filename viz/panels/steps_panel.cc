@@ -252,13 +252,15 @@ void StepsPanel::Draw(ViewerContext& ctx) {
               static_cast<long long>(log.total_preemptions),
               log.has_summary || sim_ ? "" : "  (no summary line: decode = 1-token chunks)");
   if (sim_) {
-    ImGui::TextDisabled(
-        "simulated: %s  |  pool snapshots: %lld of %lld steps, %.2f MiB (keyframes + deltas, "
-        "cap %lld MiB)%s",
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::TextWrapped(
+        "simulated: %s  |  pool snapshots (Block pool panel): %lld of %lld steps, %.2f MiB "
+        "(keyframes + deltas, cap %lld MiB)%s",
         sim_->description().c_str(), static_cast<long long>(sim_->num_snapshots()),
         static_cast<long long>(n), static_cast<double>(sim_->snapshot_bytes()) / (1 << 20),
         static_cast<long long>(sim_->snapshot_budget() >> 20),
         sim_->truncated() ? "; later records dropped" : "");
+    ImGui::PopStyleColor();
   }
   int sel = static_cast<int>(selected_);
   ImGui::PushItemWidth(-260);
@@ -275,10 +277,16 @@ void StepsPanel::Draw(ViewerContext& ctx) {
   const float record_h = ImGui::GetTextLineHeightWithSpacing() * 6.5f;
   const float rest = std::max(200.0f, avail.y - legend_h - record_h);
   DrawBars(avail.x, rest * 0.6f);
-  DrawLegend({{"prefill chunk", steps_palette::kPrefill, false},
-              {"decode", steps_palette::kDecode, false},
-              {"recompute after preemption", steps_palette::kRecompute, false},
-              {"preemption", steps_palette::kPreempt, false}});
+  std::vector<LegendEntry> legend = {
+      {"prefill chunk", steps_palette::kPrefill, false},
+      {"decode", steps_palette::kDecode, false},
+      {"recompute after preemption", steps_palette::kRecompute, false},
+      {"preemption", steps_palette::kPreempt, false}};
+  if (log.steps.front().has_offload()) {
+    legend.push_back(
+        {"CPU tier load started (to be scheduled after it)", palette::kCpuLoading, false});
+  }
+  DrawLegend(legend);
   DrawLines(avail.x, rest * 0.4f - 8);
   DrawRecord();
   if (sim_) ctx.sim_index = selected_;
@@ -368,11 +376,18 @@ void StepsPanel::DrawBars(float width, float height) {
       acc += static_cast<double>(c.n);
     }
     flush();
+    float top = py(acc) - 4;
     if (!s.preempted.empty()) {  // a red triangle above the bar
-      const float cx = (x0 + x1) / 2, ty = py(acc) - 4;
+      const float cx = (x0 + x1) / 2, ty = top;
       const float r = std::clamp(slot * 0.45f, 3.0f, 7.0f);
       dl->AddTriangleFilled(ImVec2(cx - r, ty - 2 * r), ImVec2(cx + r, ty - 2 * r), ImVec2(cx, ty),
                             steps_palette::kPreempt);
+      top -= 2 * r + 2;
+    }
+    if (s.cpu_load_blocks > 0) {  // a magenta square above the bar: the CPU tier loads
+      const float cx = (x0 + x1) / 2;
+      const float r = std::clamp(slot * 0.4f, 3.0f, 6.0f);
+      dl->AddRectFilled(ImVec2(cx - r, top - 2 * r), ImVec2(cx + r, top), palette::kCpuLoading);
     }
     if (hovered && !hover_step && mouse.x >= x0 - (slot - bar) / 2 &&
         mouse.x < x0 - (slot - bar) / 2 + slot) {
@@ -408,6 +423,11 @@ void StepsPanel::DrawBars(float width, float height) {
                 static_cast<long long>(hover_step->step), hover_step->scheduled.size(),
                 static_cast<long long>(hover_step->num_scheduled_tokens()),
                 static_cast<long long>(hover_step->num_free_blocks));
+    if (hover_step->cpu_load_blocks > 0) {
+      ImGui::Text("CPU tier: loads of %lld offloaded blocks start (loading: %s)",
+                  static_cast<long long>(hover_step->cpu_load_blocks),
+                  IdList(log, hover_step->loading).c_str());
+    }
     ImGui::EndTooltip();
   }
 }
