@@ -51,7 +51,10 @@ Result<StepClockConfig> MakeStepClockConfig(const ScheduleOptions& a) {
   if (a.num_gpu_blocks < 2) {
     return Bad("--num-gpu-blocks must be at least 2 (block 0 is the null block)");
   }
-  if (a.num_gpu_blocks > (int64_t{1} << 30)) return Bad("--num-gpu-blocks must be below 2^30");
+  // Below kvsim schedule's 2^30: the viewer keeps a cell per block for every step it records.
+  if (a.num_gpu_blocks > (int64_t{1} << 24)) {
+    return Bad("--num-gpu-blocks must be below 2^24 in the viewer");
+  }
   if (a.max_num_batched_tokens < 1) return Bad("--max-num-batched-tokens must be positive");
   if (a.max_num_seqs < 1) return Bad("--max-num-seqs must be positive");
   if (a.policy != "fcfs" && a.policy != "priority") return Bad("--policy must be fcfs or priority");
@@ -400,13 +403,11 @@ class SimRecorder {
   void Cells(const KvCacheManager& kv, const OffloadDriver* driver, SimPoolCounts& counts) {
     const int64_t n = run_->num_gpu_blocks();
     std::fill(holder_of_block_.begin(), holder_of_block_.end(), -1);
-    int64_t refs_read = 0;
     for (const int32_t h : holding_) {
       const int32_t t = open_[static_cast<size_t>(h)];
       for (int g = 0; g < kv.num_groups(); ++g) {
         for (const BlockId b : kv.blocks(static_cast<RequestHandle>(h), g)) {
           if (b <= kNullBlock) continue;
-          ++refs_read;
           int32_t& cur = holder_of_block_[static_cast<size_t>(b)];
           if (cur < 0 || t < cur) cur = t;  // shared: the oldest holder span
         }
@@ -415,7 +416,6 @@ class SimRecorder {
     const BlockPool& pool = kv.pool();
     gpu_cells_.resize(static_cast<size_t>(n));
     gpu_cells_[0] = PackGpuCell(BlockState::kNull, 0, -1);
-    int64_t refs = 0;
     for (int64_t b = 1; b < n; ++b) {
       const auto id = static_cast<BlockId>(b);
       const int32_t ref = pool.ref_cnt(id);
@@ -423,7 +423,6 @@ class SimRecorder {
       if (ref > 0) {
         st = BlockState::kInUse;
         ++counts.in_use;
-        refs += ref;
         if (holder_of_block_[static_cast<size_t>(b)] < 0) ++counts.unknown_holder;
       } else if (pool.is_cached(id)) {
         st = BlockState::kCached;
@@ -435,8 +434,6 @@ class SimRecorder {
       gpu_cells_[static_cast<size_t>(b)] = PackGpuCell(
           st, ref, st == BlockState::kInUse ? holder_of_block_[static_cast<size_t>(b)] : -1);
     }
-    (void)refs_read;
-    (void)refs;
 
     const int64_t slots = run_->num_cpu_slots();
     cpu_cells_.assign(static_cast<size_t>(slots), PackCpuCell(CpuSlotState::kFree, 0, -1, 0));
@@ -592,6 +589,9 @@ Result<std::unique_ptr<SimRun>> RunScenarioSimulation(const Scenario& scenario,
   auto engine_or = Engine::Create(scenario);
   if (!engine_or.ok()) return engine_or.status();
   Engine& engine = *engine_or.value();
+  if (engine.kv().config().num_blocks > (int64_t{1} << 24)) {
+    return Status::Error("too_large", "the viewer records pools of at most 2^24 blocks");
+  }
   auto run = SimRecorder::NewRun(
       SimRun::Kind::kScenario, engine.kv().config().num_blocks, 0, limits.snapshot_budget_bytes,
       description,

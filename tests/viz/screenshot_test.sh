@@ -10,6 +10,20 @@ viz=$1 check=$2 out=$3 data=$4 repo=$5
 mkdir -p "$out"
 size=1280x800
 fail=0
+# xvfb-run exits 5 when it cannot remove its own temporary directory (a race in its cleanup
+# on a busy machine), which hides the viewer's exit code: such a run is made once more.
+run_x() {  # log, kvsim-viz args...
+  local log=$1 rc=0
+  shift
+  for _ in 1 2; do
+    timeout 120 xvfb-run -a -s "-screen 0 ${size}x24" "$viz" "$@" > "$log" 2>&1
+    rc=$?
+    if [ $rc -ne 5 ] || ! grep -q "problem while cleaning up temporary directory" "$log"; then
+      return $rc
+    fi
+  done
+  return $rc
+}
 shot() {  # name, expected colours..., -- , kvsim-viz args...
   local name=$1; shift
   local expects=()
@@ -17,8 +31,7 @@ shot() {  # name, expected colours..., -- , kvsim-viz args...
   shift
   local png="$out/$name.png"
   rm -f "$png"
-  if ! timeout 120 xvfb-run -a -s "-screen 0 ${size}x24" "$viz" "$@" --size "$size" \
-      --screenshot "$png" > "$out/$name.log" 2>&1; then
+  if ! run_x "$out/$name.log" "$@" --size "$size" --screenshot "$png"; then
     echo "FAIL $name: kvsim-viz failed:"; cat "$out/$name.log"; fail=1; return
   fi
   "$check" "$png" --size "$size" "${expects[@]}" || fail=1
@@ -75,8 +88,7 @@ for c in "block_pool --trace $out/bad_trace.jsonl|bad_trace.jsonl:1" \
          "sweep --sweep $out/no_such_sweep.csv|no_such_sweep.csv"; do
   args=${c%%|*} want=${c##*|}
   # shellcheck disable=SC2086
-  timeout 120 xvfb-run -a -s "-screen 0 ${size}x24" "$viz" --panel $args --size "$size" \
-    --screenshot "$out/err.png" > "$out/err.log" 2>&1
+  run_x "$out/err.log" --panel $args --size "$size" --screenshot "$out/err.png"
   rc=$?
   if [ $rc -ne 2 ] || ! grep -q "shows an error" "$out/err.log" || ! grep -qF "$want" "$out/err.log" ||
      grep -qiE 'terminate|abort|runtime error' "$out/err.log"; then

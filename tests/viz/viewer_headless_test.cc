@@ -353,6 +353,24 @@ TEST_CASE("a simulation is shared: scrubbing the Steps or the Block pool panel m
   CHECK(pool->replay() != nullptr);
 }
 
+TEST_CASE("Block pool panel: steps past the snapshot budget say so instead of drawing a pool") {
+  for (int64_t budget : {0, 3000}) {
+    SimRunLimits limits;
+    limits.snapshot_budget_bytes = budget;
+    auto r = RunScheduleSimulation(TwoTier().schedule, limits);
+    REQUIRE(r.ok());
+    HeadlessImGui imgui;
+    BlockPoolPanel panel;
+    ViewerContext ctx;
+    ctx.sim = std::move(r.value());
+    CHECK(ctx.sim->num_snapshots() < ctx.sim->num_steps());
+    for (int64_t i : {int64_t{0}, ctx.sim->num_steps() - 1}) {
+      ctx.sim_index = i;
+      REQUIRE(imgui.Frame([&] { panel.Draw(ctx); }));
+    }
+  }
+}
+
 TEST_CASE("the Steps panel runs kvsim schedule on a worker thread, then both panels show it") {
   HeadlessImGui imgui;
   ViewerOptions o;
@@ -384,7 +402,7 @@ TEST_CASE("the Steps panel runs kvsim schedule on a worker thread, then both pan
   CHECK(ctx.sim);  // the last good simulation stays
 }
 
-TEST_CASE("--run: the scenario through the engine; P/D scenarios and --step alone are refused") {
+TEST_CASE("run_scenario (--run): the scenario through the engine; P/D and --step alone refused") {
   ViewerOptions o;
   o.overrides = {"workload.num_requests=40"};
   o.run_scenario = true;

@@ -479,12 +479,16 @@ void BlockPoolPanel::DrawSim(ViewerContext& ctx) {
   const float plots_h = std::max(130.0f, (avail.y - legend_h) * 0.3f);
   const float grids_h = avail.y - plots_h - legend_h - 8;
   if (idx >= sim.num_snapshots()) {
-    ImGui::TextColored(
-        ImVec4(1, 0.75f, 0.3f, 1),
-        "no pool snapshot for this step: the snapshots stopped at step %lld, where "
-        "they reached the %lld MiB cap (records and counts go on)",
-        static_cast<long long>(sim.log().steps[static_cast<size_t>(sim.num_snapshots() - 1)].step),
-        static_cast<long long>(sim.snapshot_budget() >> 20));
+    const std::string why =
+        sim.num_snapshots() == 0
+            ? fmt::format("one step's pool is larger than the {} MiB cap",
+                          sim.snapshot_budget() >> 20)
+            : fmt::format("the snapshots stopped after step {}, where they reached the {} MiB cap",
+                          sim.log().steps[static_cast<size_t>(sim.num_snapshots() - 1)].step,
+                          sim.snapshot_budget() >> 20);
+    ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1),
+                       "no pool snapshot for this step: %s (records and counts go on)",
+                       why.c_str());
     ImGui::Dummy(ImVec2(avail.x, std::max(0.0f, grids_h - ImGui::GetTextLineHeightWithSpacing())));
   } else {
     DrawSimGrids(sim, idx, avail.x, grids_h);
