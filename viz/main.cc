@@ -144,6 +144,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (sched.requests.empty() && !(sched == kvsim::viz::ScheduleOptions{})) {
+    std::fprintf(stderr, "kvsim-viz: the schedule flags need --requests REQUESTS.jsonl\n");
+    return 2;
+  }
+
   kvsim::viz::ViewerOptions opts;
   opts.scenario_path = scenario;
   opts.overrides = sets;

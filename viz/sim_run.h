@@ -59,6 +59,7 @@ struct ScheduleOptions {
 
   // The equivalent `kvsim schedule` command line (flags at their defaults left out).
   std::string CommandLine() const;
+  bool operator==(const ScheduleOptions&) const = default;
 };
 
 // The step clock's configuration for `o`, with cmd_schedule's checks and messages.

@@ -72,7 +72,8 @@ printf '{"hash_ids": [1], "input_length": 1000000000000}\n' > "$out/huge_trace.j
 # A bad simulation is bad input: exit 2 with the flag or file named.
 for c in "--requests $out/no_such_requests.jsonl --num-gpu-blocks 40|no_such_requests.jsonl" \
          "--requests $repo/scenarios/traces/sample_requests.jsonl --num-gpu-blocks 1|--num-gpu-blocks" \
-         "$repo/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml --run|P/D"; do
+         "$repo/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml --run|P/D" \
+         "--num-gpu-blocks 40|need --requests"; do
   args=${c%%|*} want=${c##*|}
   # shellcheck disable=SC2086
   timeout 60 "$viz" --panel steps $args --screenshot "$out/bad_sim.png" > "$out/bad_sim.log" 2>&1
