@@ -210,12 +210,19 @@ void StepsPanel::Draw(ViewerContext& ctx) {
   if (!started_) {
     started_ = true;
     if (!ctx.step_log.empty()) std::strncpy(path_, ctx.step_log.c_str(), sizeof path_ - 1);
-    std::strncpy(requests_, ctx.schedule.requests.c_str(), sizeof requests_ - 1);
     if (ctx.sim) {
       source_ = ctx.sim->kind() == SimRun::Kind::kSchedule ? Source::kSchedule : Source::kScenario;
     } else if (!ctx.schedule.requests.empty()) {
       source_ = Source::kSchedule;
     }
+    if (ctx.schedule == ScheduleOptions{}) {
+      // Nothing given: the README's two-tier demo (the shipped sample, run from the repo root).
+      ctx.schedule.requests = "scenarios/traces/sample_requests.jsonl";
+      ctx.schedule.num_gpu_blocks = 40;
+      ctx.schedule.max_num_batched_tokens = 64;
+      ctx.schedule.num_cpu_blocks = 200;
+    }
+    std::strncpy(requests_, ctx.schedule.requests.c_str(), sizeof requests_ - 1);
   }
   PollRun(ctx, false);
   DrawSource(ctx);
