@@ -35,6 +35,11 @@ constexpr Rgba kBackground = MakeRgba(24, 26, 30);
 constexpr Rgba kFree = MakeRgba(58, 62, 70);
 constexpr Rgba kCached = MakeRgba(46, 139, 87);
 constexpr Rgba kNull = MakeRgba(20, 20, 20);
+constexpr Rgba kUnknownHolder = MakeRgba(200, 200, 200);  // in use, holder not told
+// CPU offloading tier slots.
+constexpr Rgba kCpuInFlight = MakeRgba(255, 179, 0);  // amber: a store is copying into it
+constexpr Rgba kCpuReady = MakeRgba(0, 150, 136);     // teal: ready, evictable
+constexpr Rgba kCpuLoading = MakeRgba(216, 27, 96);   // magenta: pinned by a load
 }  // namespace palette
 
 enum class ColourBy : int { kStructure = 0, kHead, kToken, kLayer };

@@ -3,6 +3,9 @@
 //
 //   kvsim-viz [SCENARIO] [--set k=v]... [--panel NAME] [--sweep CSV] [--trace JSONL]
 //             [--steps STEP_LOG.jsonl]
+//   kvsim-viz --requests REQUESTS.jsonl --num-gpu-blocks N [kvsim schedule's flags] [--step S]
+//             (runs the step clock; the Steps and Block pool panels show it)
+//   kvsim-viz [SCENARIO] --run [--step S]   (runs the scenario through the engine)
 //   kvsim-viz SCENARIO --screenshot OUT.png [--panel NAME] [--size WxH]   (headless: xvfb-run)
 //   kvsim-viz SCENARIO --frames N [--panel NAME]    (timed run: prints frames per second)
 //
@@ -73,6 +76,9 @@ int main(int argc, char** argv) {
   std::string scenario, screenshot, panel, size = "1600x900", sweep, trace, mouse, steps;
   std::vector<std::string> sets;
   int frames = 0;
+  kvsim::viz::ScheduleOptions sched;
+  bool run_scenario = false;
+  int64_t step = -1;
   std::string font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
   app.add_option("scenario", scenario, "scenario file (default: the built-in default scenario)");
   app.add_option("--set", sets, "override a scenario key, e.g. --set cache.attn_pack_size=4");
@@ -82,6 +88,41 @@ int main(int argc, char** argv) {
   app.add_option("--sweep", sweep, "sweep CSV for the Sweep panel");
   app.add_option("--trace", trace, "request trace (JSONL) for the Block pool panel");
   app.add_option("--steps", steps, "step log (JSONL, kvsim schedule --step-log) for the Steps panel");
+  // A simulation for the Steps and Block pool panels: kvsim schedule's flags, same names.
+  app.add_option("--requests", sched.requests,
+                 "REQUESTS.jsonl: run kvsim schedule's step clock (needs --num-gpu-blocks)");
+  app.add_option("--block-size", sched.block_size, "schedule: tokens per KV block")
+      ->capture_default_str();
+  app.add_option("--num-gpu-blocks", sched.num_gpu_blocks,
+                 "schedule: total KV blocks (block 0 is the null block)");
+  app.add_option("--max-num-batched-tokens", sched.max_num_batched_tokens,
+                 "schedule: token budget per step")
+      ->capture_default_str();
+  app.add_option("--max-num-seqs", sched.max_num_seqs, "schedule: maximum running requests")
+      ->capture_default_str();
+  app.add_option("--policy", sched.policy, "schedule: fcfs or priority")
+      ->check(CLI::IsMember({"fcfs", "priority"}))
+      ->capture_default_str();
+  app.add_flag("--async-scheduling", sched.async_scheduling,
+               "schedule: decide step k+1 before step k's outputs are applied");
+  app.add_option("--vllm-semantics", sched.semantics, "schedule: classic or latest")
+      ->check(CLI::IsMember({"classic", "latest"}))
+      ->capture_default_str();
+  app.add_option("--num-cpu-blocks", sched.num_cpu_blocks,
+                 "schedule: CPU offloading tier in offloaded blocks (0 = none)")
+      ->capture_default_str();
+  app.add_option("--offload-block-size", sched.offload_block_size,
+                 "schedule: tokens per offloaded block (0 = the block size)")
+      ->capture_default_str();
+  app.add_option("--eviction-policy", sched.eviction_policy, "schedule: the CPU tier's lru or arc")
+      ->check(CLI::IsMember({"lru", "arc"}))
+      ->capture_default_str();
+  app.add_option("--xfer-timing", sched.xfer_timing, "schedule: instant or next-step copies")
+      ->check(CLI::IsMember({"instant", "next-step"}))
+      ->capture_default_str();
+  app.add_flag("--run", run_scenario,
+               "run the scenario through the engine (kvsim run, base point)");
+  app.add_option("--step", step, "with a simulation: select this step first");
   app.add_option("--frames", frames, "run this many frames without vsync, print fps and exit");
   app.add_option("--font", font, "TTF font for the UI (default DejaVu Sans)");
   app.add_option("--mouse", mouse, "hold the mouse at X,Y (screenshots of hover tooltips)");
@@ -103,12 +144,20 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (sched.requests.empty() && !(sched == kvsim::viz::ScheduleOptions{})) {
+    std::fprintf(stderr, "kvsim-viz: the schedule flags need --requests REQUESTS.jsonl\n");
+    return 2;
+  }
+
   kvsim::viz::ViewerOptions opts;
   opts.scenario_path = scenario;
   opts.overrides = sets;
   opts.sweep_csv = sweep;
   opts.trace = trace;
   opts.step_log = steps;
+  opts.schedule = sched;
+  opts.run_scenario = run_scenario;
+  opts.step = step;
   opts.panel = panel.empty() ? "plan" : panel;
   auto viewer_or = kvsim::viz::Viewer::Create(opts);
   if (!viewer_or.ok()) {

@@ -4,22 +4,38 @@
 // content region; a panel keeps its own UI state (zoom, selection) across frames.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "viz/plan_model.h"
+#include "viz/sim_run.h"
 
 namespace kvsim::viz {
 
-// What every panel may read or change: the live plan and a one-line status message.
+// What every panel may read or change: the live plan, the simulation the Steps and Block pool
+// panels share, and a one-line status message.
 struct ViewerContext {
   PlanModel* plan = nullptr;
-  std::string sweep_csv;  // --sweep: the CSV the Sweep panel opens at start
-  std::string trace;      // --trace: the request trace the Block pool panel replays
-  std::string step_log;   // --steps: the step log the Steps panel opens
-  std::string status;     // shown in the status bar until replaced
+  std::string sweep_csv;     // --sweep: the CSV the Sweep panel opens at start
+  std::string trace;         // --trace: the request trace the Block pool panel replays
+  std::string step_log;      // --steps: the step log the Steps panel opens
+  ScheduleOptions schedule;  // --requests and the schedule flags: the Steps panel's inputs
+  // A simulation the Steps panel ran (or the command line asked for). The Block pool panel
+  // shows its pool while it is set, and both panels scrub the same record, `sim_index` (an
+  // index into sim->log().steps). Null: the Steps panel shows a step-log file and the Block
+  // pool panel replays a trace.
+  std::shared_ptr<const SimRun> sim;
+  int64_t sim_index = 0;
+  std::string status;  // shown in the status bar until replaced
   double fps = 0;
 };
+
+// "kvsim run SCENARIO --set ... (base point, no sweep)": what RunScenarioSimulation runs for the
+// loaded plan.
+std::string ScenarioRunDescription(const PlanModel& plan);
+// Refuses P/D scenarios (the plan then shows one pool of a cluster), else nothing.
+Status CheckScenarioRunnable(const PlanModel& plan);
 
 class IPanel {
  public:

@@ -103,23 +103,33 @@ Result<StepLog> ParseStepLog(std::string_view text, const std::string& source,
     return Status::Error("bad_step_log", source + ": no step records");
   }
 
-  std::vector<RequestState> state;
-  auto req = [&](const std::string& id) {
-    const int32_t r = index.Get(id);
-    if (state.size() <= static_cast<size_t>(r)) state.resize(static_cast<size_t>(r) + 1);
-    return r;
-  };
+  std::vector<int64_t> first_token_step;
   if (summary.is_object() && summary.contains("per_request") &&
       summary["per_request"].is_object()) {
     log.has_summary = true;
     for (const auto& [id, v] : summary["per_request"].items()) {
-      const int32_t r = req(id);
+      const auto r = static_cast<size_t>(index.Get(id));
+      if (first_token_step.size() <= r) first_token_step.resize(r + 1, -1);
       if (v.is_object() && v.contains("first_token_step") && IsInt(v["first_token_step"])) {
-        state[static_cast<size_t>(r)].first_token_step = v["first_token_step"].get<int64_t>();
+        first_token_step[r] = v["first_token_step"].get<int64_t>();
       }
     }
   }
 
+  auto ids = [&](const json& list) {
+    std::vector<int32_t> out;
+    for (const json& e : list) out.push_back(index.Get(e.get<std::string>()));
+    return out;
+  };
+  auto block_count = [](const json& j, const char* key) {
+    // [[id, [i, ...]], ...]: the offloaded blocks a decision loads or stores.
+    int64_t n = 0;
+    if (!j.contains(key) || !j[key].is_array()) return n;
+    for (const json& e : j[key]) {
+      if (e.is_array() && e.size() == 2 && e[1].is_array()) n += static_cast<int64_t>(e[1].size());
+    }
+    return n;
+  };
   log.steps.reserve(records.size());
   for (const json& j : records) {
     StepRecord s;
@@ -131,10 +141,43 @@ Result<StepLog> ParseStepLog(std::string_view text, const std::string& source,
     if (j.contains("t_end_ns") && IsInt(j["t_end_ns"])) s.t_end_ns = j["t_end_ns"].get<int64_t>();
     for (const json& e : j["scheduled"]) {
       StepChunk c;
-      c.request = req(e[0].get<std::string>());
+      c.request = index.Get(e[0].get<std::string>());
       c.n = e[1].get<int64_t>();
       c.before = e[2].get<int64_t>();
       c.hit = e[3].get<int64_t>();
+      s.scheduled.push_back(c);
+    }
+    s.preempted = ids(j["preempted"]);
+    s.finished = ids(j["finished"]);
+    // The CPU tier's fields are optional; malformed ones are ignored, not errors.
+    if (j.contains("cpu_blocks_used") && IsInt(j["cpu_blocks_used"]) &&
+        j.contains("cpu_blocks_ready") && IsInt(j["cpu_blocks_ready"])) {
+      s.cpu_blocks_used = j["cpu_blocks_used"].get<int64_t>();
+      s.cpu_blocks_ready = j["cpu_blocks_ready"].get<int64_t>();
+      s.cpu_load_blocks = block_count(j, "cpu_loads");
+      s.cpu_store_blocks = block_count(j, "cpu_stores");
+      if (j.contains("loading") && j["loading"].is_array()) {
+        for (const json& e : j["loading"]) {
+          if (e.is_string()) s.loading.push_back(index.Get(e.get<std::string>()));
+        }
+      }
+    }
+    log.steps.push_back(std::move(s));
+  }
+  ClassifyChunks(&log, first_token_step);
+  return log;
+}
+
+void ClassifyChunks(StepLog* log, std::span<const int64_t> first_token_step) {
+  std::vector<RequestState> state(log->request_ids.size());
+  for (size_t r = 0; r < first_token_step.size() && r < state.size(); ++r) {
+    state[r].first_token_step = first_token_step[r];
+  }
+  log->max_tokens_in_step = 0;
+  log->max_free_blocks = 0;
+  log->total_preemptions = 0;
+  for (StepRecord& s : log->steps) {
+    for (StepChunk& c : s.scheduled) {
       RequestState& rs = state[static_cast<size_t>(c.request)];
       if (c.before < rs.high_water) {
         c.kind = ChunkKind::kRecompute;
@@ -146,27 +189,18 @@ Result<StepLog> ParseStepLog(std::string_view text, const std::string& source,
       }
       rs.computed = c.before + c.n;
       rs.running = true;
-      s.scheduled.push_back(c);
     }
-    for (const json& e : j["preempted"]) {
-      const int32_t r = req(e.get<std::string>());
+    for (const int32_t r : s.preempted) {
       RequestState& rs = state[static_cast<size_t>(r)];
       rs.high_water = std::max(rs.high_water, rs.computed);
       rs.computed = 0;
       rs.running = false;
-      s.preempted.push_back(r);
     }
-    for (const json& e : j["finished"]) {
-      const int32_t r = req(e.get<std::string>());
-      state[static_cast<size_t>(r)].running = false;
-      s.finished.push_back(r);
-    }
-    log.max_tokens_in_step = std::max(log.max_tokens_in_step, s.num_scheduled_tokens());
-    log.max_free_blocks = std::max(log.max_free_blocks, s.num_free_blocks);
-    log.total_preemptions += static_cast<int64_t>(s.preempted.size());
-    log.steps.push_back(std::move(s));
+    for (const int32_t r : s.finished) state[static_cast<size_t>(r)].running = false;
+    log->max_tokens_in_step = std::max(log->max_tokens_in_step, s.num_scheduled_tokens());
+    log->max_free_blocks = std::max(log->max_free_blocks, s.num_free_blocks);
+    log->total_preemptions += static_cast<int64_t>(s.preempted.size());
   }
-  return log;
 }
 
 Result<StepLog> ReadStepLog(const std::string& path) {

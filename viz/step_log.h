@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,13 @@ struct StepRecord {
   int64_t waiting = -1;
   int64_t t_start_ns = -1;
   int64_t t_end_ns = -1;
+  // With a CPU offloading tier (step-log.md §8); -1 / empty without one.
+  int64_t cpu_blocks_used = -1;   // resident in the tier after the step's outputs
+  int64_t cpu_blocks_ready = -1;  // of those, ready (their store finished)
+  int64_t cpu_load_blocks = 0;    // offloaded blocks whose load the decision started
+  int64_t cpu_store_blocks = 0;   // offloaded blocks whose store the decision planned
+  std::vector<int32_t> loading;   // waiting for a load after the decision
+  bool has_offload() const { return cpu_blocks_used >= 0; }
   int64_t num_scheduled_tokens() const;
 };
 
@@ -52,6 +60,12 @@ struct StepLog {
   int64_t total_preemptions = 0;
   bool has_summary = false;
 };
+
+// Classifies every chunk of `log->steps` (filled in step order, kinds unset) as the header
+// says and fills the log's maxima. `first_token_step[r]` is request r's first sampled step
+// (shorter than request_ids or -1: unknown, then the 1-token-chunk rule applies). Shared by
+// the parser and by the viewer's own simulations (viz/sim_run.h).
+void ClassifyChunks(StepLog* log, std::span<const int64_t> first_token_step);
 
 // Parses a step log. Errors name the file and line: a line that is not a JSON object, a
 // record without step/scheduled/preempted/finished/num_free_blocks, a malformed entry,

@@ -20,6 +20,26 @@ Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
   v->ctx_.sweep_csv = options.sweep_csv;
   v->ctx_.trace = options.trace;
   v->ctx_.step_log = options.step_log;
+  v->ctx_.schedule = options.schedule;
+  // A simulation asked for on the command line runs before the first frame, so that a
+  // --screenshot of either panel shows it.
+  if (!options.schedule.requests.empty() && options.run_scenario) {
+    return Status::Error("bad_flags", "--requests and --run: choose one simulation");
+  }
+  Result<std::unique_ptr<SimRun>> sim = std::unique_ptr<SimRun>();
+  if (!options.schedule.requests.empty()) {
+    sim = RunScheduleSimulation(options.schedule);
+  } else if (options.run_scenario) {
+    if (Status st = CheckScenarioRunnable(*v->plan_); !st.ok()) return st;
+    sim = RunScenarioSimulation(v->plan_->scenario(), ScenarioRunDescription(*v->plan_));
+  }
+  if (!sim.ok()) return sim.status();
+  if (sim.value()) {
+    v->ctx_.sim = std::move(sim.value());
+    v->ctx_.sim_index = options.step >= 0 ? v->ctx_.sim->IndexOfStep(options.step) : 0;
+  } else if (options.step >= 0) {
+    return Status::Error("bad_flags", "--step needs a simulation (--requests or --run)");
+  }
   v->panels_.push_back(MakePlanPanel());
   v->panels_.push_back(MakePageMapPanel());
   v->panels_.push_back(MakeBlockPoolPanel());
@@ -32,6 +52,22 @@ Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
                          "--panel " + options.panel + ": unknown panel; known: " + ids);
   }
   return v;
+}
+
+std::string ScenarioRunDescription(const PlanModel& plan) {
+  std::string s = "kvsim run " + (plan.scenario_path().empty() ? std::string("(built-in default)")
+                                                               : plan.scenario_path());
+  for (const std::string& o : plan.OverridesFor(plan.knobs())) s += " --set " + o;
+  return s + " (base point, no sweep)";
+}
+
+Status CheckScenarioRunnable(const PlanModel& plan) {
+  if (plan.has_cluster()) {
+    return Status::Error("unsupported",
+                         "--run: a P/D scenario runs as a cluster of engines; the Steps panel "
+                         "runs single-engine scenarios (kvsim run shows the cluster's results)");
+  }
+  return Status::Ok();
 }
 
 std::string Viewer::WindowTitle() const {

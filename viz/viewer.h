@@ -23,8 +23,12 @@ struct ViewerOptions {
   std::string scenario_path;  // empty: the built-in default scenario
   std::vector<std::string> overrides;
   std::string sweep_csv;
-  std::string trace;           // empty: a built-in sample trace
-  std::string step_log;        // --steps: the step log the Steps panel opens
+  std::string trace;     // empty: a built-in sample trace
+  std::string step_log;  // --steps: the step log the Steps panel opens
+  // --requests (and the schedule flags): run kvsim schedule's step clock at start.
+  ScheduleOptions schedule;
+  bool run_scenario = false;   // --run: run the scenario through the engine at start
+  int64_t step = -1;           // --step: the record to select first (its step number)
   std::string panel = "plan";  // initial panel id
 };
 
@@ -51,6 +55,7 @@ class Viewer {
   void SelectPanel(int i);
   std::vector<std::string> PanelIds() const;
   PlanModel& plan() { return *plan_; }
+  ViewerContext& context() { return ctx_; }
 
  private:
   void HandleKeys();

@@ -7,6 +7,7 @@
 #include "viz/page_map.h"
 #include "viz/plan_model.h"
 #include "viz/pool_replay.h"
+#include "viz/sim_run.h"
 
 namespace kvsim::viz {
 namespace {
@@ -80,6 +81,29 @@ void BM_PoolScrub(benchmark::State& state) {
   state.counters["blocks"] = static_cast<double>(cfg->num_blocks);
 }
 BENCHMARK(BM_PoolScrub)->Unit(benchmark::kMillisecond);
+
+// Scrubbing a simulation's recorded pool (the default scenario through the engine, 3177
+// blocks): one step back from every step, the worst case of keyframes + deltas (a rebuild from
+// the keyframe at or before it), as the Block pool panel does when the Steps panel moves back.
+void BM_SimScrubBack(benchmark::State& state) {
+  auto plan = PlanModel::Load("", {"workload.num_requests=200"});
+  if (!plan.ok()) std::abort();
+  auto r = RunScenarioSimulation(plan->scenario(), "bench");
+  if (!r.ok()) std::abort();
+  const SimRun& run = *r.value();
+  std::vector<GpuCell> cells;
+  int64_t at = -1;
+  for (auto _ : state) {
+    for (int64_t i = run.num_snapshots() - 1; i > 0; --i) {
+      run.GpuCells(i, cells, at);
+      run.GpuCells(i - 1, cells, at);
+    }
+  }
+  state.counters["blocks"] = static_cast<double>(run.num_gpu_blocks());
+  state.counters["steps"] = static_cast<double>(run.num_snapshots());
+  state.counters["MiB"] = static_cast<double>(run.snapshot_bytes()) / (1 << 20);
+}
+BENCHMARK(BM_SimScrubBack)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kvsim::viz

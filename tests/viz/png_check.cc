@@ -23,9 +23,18 @@ namespace {
 bool ColourByName(const std::string& name, Rgba* out) {
   namespace p = kvsim::viz::palette;
   static const std::map<std::string, Rgba> kNamed = {
-      {"K", p::kKey},     {"V", p::kValue},         {"conv", p::kConv},
-      {"ssm", p::kSsm},   {"padding", p::kPadding}, {"highlight", p::kHighlight},
-      {"free", p::kFree}, {"cached", p::kCached},
+      {"K", p::kKey},
+      {"V", p::kValue},
+      {"conv", p::kConv},
+      {"ssm", p::kSsm},
+      {"padding", p::kPadding},
+      {"highlight", p::kHighlight},
+      {"free", p::kFree},
+      {"cached", p::kCached},
+      {"unknown_holder", p::kUnknownHolder},
+      {"in_flight", p::kCpuInFlight},
+      {"ready", p::kCpuReady},
+      {"loading", p::kCpuLoading},
       {"prefill", kvsim::viz::steps_palette::kPrefill},
       {"decode", kvsim::viz::steps_palette::kDecode},
       {"recompute", kvsim::viz::steps_palette::kRecompute},

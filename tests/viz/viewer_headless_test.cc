@@ -5,9 +5,13 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "tests/viz/headless.h"
 #include "viz/panels/block_pool_panel.h"
 #include "viz/panels/page_map_panel.h"
+#include "viz/panels/steps_panel.h"
 
 namespace kvsim::viz {
 namespace {
@@ -282,6 +286,144 @@ TEST_CASE("block pool keys: Home/End/PgDn move in time, Space plays") {
   CHECK(panel->time() >= 3);
   imgui.Press(testing::kKeySpace, frame);
   CHECK_FALSE(panel->playing());
+}
+
+}  // namespace
+}  // namespace kvsim::viz
+
+namespace kvsim::viz {
+namespace {
+
+using testing::HeadlessImGui;
+
+const std::string kRequests =
+    std::string(KVSIM_SOURCE_DIR) + "/scenarios/traces/sample_requests.jsonl";
+
+ViewerOptions TwoTier() {
+  ViewerOptions o;
+  o.schedule.requests = kRequests;
+  o.schedule.num_gpu_blocks = 40;
+  o.schedule.max_num_batched_tokens = 64;
+  o.schedule.num_cpu_blocks = 200;
+  o.step = 62;
+  o.panel = "steps";
+  return o;
+}
+
+TEST_CASE("a simulation is shared: scrubbing the Steps or the Block pool panel moves both") {
+  HeadlessImGui imgui;
+  auto vr = Viewer::Create(TwoTier());
+  REQUIRE(vr.ok());
+  Viewer& v = *vr.value();
+  auto frame = [&] { v.Frame(); };
+  ViewerContext& ctx = v.context();
+  REQUIRE(ctx.sim);
+  const int64_t n = ctx.sim->num_steps();
+  CHECK(ctx.sim->log().steps[static_cast<size_t>(ctx.sim_index)].step == 62);
+  imgui.Frame(frame);
+  auto* steps = dynamic_cast<StepsPanel*>(&v.panel(v.panel_index()));
+  REQUIRE(steps);
+  CHECK(steps->source() == StepsPanel::Source::kSchedule);
+  CHECK(steps->log() == &ctx.sim->log());
+  CHECK(steps->selected() == ctx.sim_index);
+  imgui.Press(testing::kKeyPageDown, frame);
+  CHECK(ctx.sim_index == 63);
+  REQUIRE(v.SelectPanel("block_pool"));
+  imgui.Frame(frame);
+  auto* pool = dynamic_cast<BlockPoolPanel*>(&v.panel(v.panel_index()));
+  REQUIRE(pool);
+  CHECK(pool->replay() == nullptr);  // no trace replay while a simulation is loaded
+  imgui.Press(testing::kKeyEnd, frame);
+  CHECK(ctx.sim_index == n - 1);
+  imgui.Press(testing::kKeyPageUp, frame);
+  CHECK(ctx.sim_index == n - 2);
+  REQUIRE(v.SelectPanel("steps"));
+  imgui.Frame(frame);
+  CHECK(steps->selected() == n - 2);
+  // Hovering the grids draws tooltips without trouble, at every step.
+  ImGui::GetIO().MousePos = ImVec2(600, 200);
+  REQUIRE(v.SelectPanel("block_pool"));
+  for (int i = 0; i < 5; ++i) imgui.Press(testing::kKeyPageUp, frame);
+  ImGui::GetIO().MousePos = ImVec2(600, 430);
+  REQUIRE(imgui.Frame(frame));
+  // The step-log file source drops the simulation; the Block pool replays its trace again.
+  steps->SetSource(ctx, StepsPanel::Source::kFile);
+  CHECK_FALSE(ctx.sim);
+  imgui.Frame(frame);
+  CHECK(pool->replay() != nullptr);
+}
+
+TEST_CASE("Block pool panel: steps past the snapshot budget say so instead of drawing a pool") {
+  for (int64_t budget : {0, 3000}) {
+    SimRunLimits limits;
+    limits.snapshot_budget_bytes = budget;
+    auto r = RunScheduleSimulation(TwoTier().schedule, limits);
+    REQUIRE(r.ok());
+    HeadlessImGui imgui;
+    BlockPoolPanel panel;
+    ViewerContext ctx;
+    ctx.sim = std::move(r.value());
+    CHECK(ctx.sim->num_snapshots() < ctx.sim->num_steps());
+    for (int64_t i : {int64_t{0}, ctx.sim->num_steps() - 1}) {
+      ctx.sim_index = i;
+      REQUIRE(imgui.Frame([&] { panel.Draw(ctx); }));
+    }
+  }
+}
+
+TEST_CASE("the Steps panel runs kvsim schedule on a worker thread, then both panels show it") {
+  HeadlessImGui imgui;
+  ViewerOptions o;
+  o.panel = "steps";
+  auto vr = Viewer::Create(o);
+  REQUIRE(vr.ok());
+  Viewer& v = *vr.value();
+  auto frame = [&] { v.Frame(); };
+  imgui.Frame(frame);
+  auto* steps = dynamic_cast<StepsPanel*>(&v.panel(v.panel_index()));
+  REQUIRE(steps);
+  ViewerContext& ctx = v.context();
+  ctx.schedule = TwoTier().schedule;
+  steps->Run(ctx, StepsPanel::Source::kSchedule);
+  for (int i = 0; i < 2000 && steps->running(); ++i) {
+    imgui.Frame(frame);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  imgui.Frame(frame);
+  REQUIRE_FALSE(steps->running());
+  INFO(steps->error());
+  REQUIRE(ctx.sim);
+  CHECK(ctx.sim->num_steps() == 99);
+  CHECK(steps->log() == &ctx.sim->log());
+  // A bad flag is the panel's error, not a crash.
+  ctx.schedule.num_gpu_blocks = 1;
+  steps->Run(ctx, StepsPanel::Source::kSchedule, /*wait=*/true);
+  CHECK(steps->error().find("--num-gpu-blocks") != std::string::npos);
+  CHECK(ctx.sim);  // the last good simulation stays
+}
+
+TEST_CASE("run_scenario (--run): the scenario through the engine; P/D and --step alone refused") {
+  ViewerOptions o;
+  o.overrides = {"workload.num_requests=40"};
+  o.run_scenario = true;
+  o.panel = "block_pool";
+  auto vr = Viewer::Create(o);
+  INFO((vr.ok() ? "" : vr.status().message()));
+  REQUIRE(vr.ok());
+  REQUIRE(vr.value()->context().sim);
+  CHECK(vr.value()->context().sim->kind() == SimRun::Kind::kScenario);
+  HeadlessImGui imgui;
+  REQUIRE(imgui.Frame([&] { vr.value()->Frame(); }));
+
+  ViewerOptions pd;
+  pd.scenario_path = std::string(KVSIM_SOURCE_DIR) + "/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml";
+  pd.run_scenario = true;
+  auto r = Viewer::Create(pd);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("P/D") != std::string::npos);
+  ViewerOptions step_only;
+  step_only.step = 3;
+  CHECK_FALSE(Viewer::Create(step_only).ok());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "viz/line_chart.h"
@@ -43,55 +44,231 @@ std::string IdList(const StepLog& log, const std::vector<int32_t>& ids) {
 
 }  // namespace
 
+StepsPanel::~StepsPanel() {
+  if (pending_.valid()) pending_.wait();  // the worker reads nothing of ours, but finish it
+}
+
 Status StepsPanel::Open(const std::string& path) {
   auto log = ReadStepLog(path);
   loaded_ = path;
   if (!log.ok()) {
     error_ = log.status().message();
-    log_.reset();
+    file_log_.reset();
     return log.status();
   }
   error_.clear();
-  log_ = std::make_unique<StepLog>(std::move(log).value());
+  file_log_ = std::make_unique<StepLog>(std::move(log).value());
   selected_ = 0;
   return Status::Ok();
 }
 
-void StepsPanel::Draw(ViewerContext& ctx) {
-  if (!path_[0] && !ctx.step_log.empty()) {
-    std::strncpy(path_, ctx.step_log.c_str(), sizeof path_ - 1);
+void StepsPanel::Run(ViewerContext& ctx, Source source, bool wait) {
+  if (pending_.valid()) return;  // one run at a time
+  source_ = source;
+  error_.clear();
+  if (source == Source::kSchedule) {
+    ScheduleOptions o = ctx.schedule;
+    pending_ = std::async(std::launch::async, [o] { return RunScheduleSimulation(o); });
+  } else if (source == Source::kScenario) {
+    if (Status st = CheckScenarioRunnable(*ctx.plan); !st.ok()) {
+      error_ = st.message();
+      return;
+    }
+    // The worker gets its own copy of the scenario: the plan may change meanwhile.
+    Scenario sc = ctx.plan->scenario();
+    std::string desc = ScenarioRunDescription(*ctx.plan);
+    pending_ = std::async(std::launch::async, [sc = std::move(sc), desc = std::move(desc)] {
+      return RunScenarioSimulation(sc, desc);
+    });
   }
-  ImGui::PushItemWidth(420);
-  ImGui::InputText("step log", path_, sizeof path_);
-  ImGui::PopItemWidth();
-  HelpMarker(
-      "a JSONL step log: kvsim schedule REQUESTS.jsonl --step-log OUT.jsonl, or kvsim run "
-      "--step-log OUT.jsonl (shared/reference/step-log.md has the record format)");
+  PollRun(ctx, wait);
+}
+
+void StepsPanel::SetSource(ViewerContext& ctx, Source source) {
+  started_ = true;
+  source_ = source;
+  error_.clear();
+  // A step-log file has no pool: the Block pool panel goes back to its trace replay.
+  if (source_ == Source::kFile) ctx.sim.reset();
+}
+
+void StepsPanel::PollRun(ViewerContext& ctx, bool wait) {
+  if (!pending_.valid()) return;
+  if (!wait && pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  auto r = pending_.get();
+  if (!r.ok()) {
+    error_ = r.status().message();
+    return;
+  }
+  ctx.sim = std::move(r.value());
+  ctx.sim_index = 0;
+  selected_ = 0;
+  ctx.status = fmt::format("simulated {} steps", ctx.sim->num_steps());
+}
+
+void StepsPanel::DrawScheduleFlags(ViewerContext& ctx) {
+  ScheduleOptions& o = ctx.schedule;
+  auto num = [](const char* label, int64_t* v, float w, const char* help) {
+    ImGui::SameLine();
+    ImGui::PushItemWidth(w);
+    ImGui::InputScalar(label, ImGuiDataType_S64, v);
+    ImGui::PopItemWidth();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", help);
+  };
+  auto choice = [](const char* label, std::string* v, std::initializer_list<const char*> opts,
+                   float w) {
+    ImGui::SameLine();
+    ImGui::PushItemWidth(w);
+    if (ImGui::BeginCombo(label, v->c_str())) {
+      for (const char* c : opts) {
+        if (ImGui::Selectable(c, *v == c)) *v = c;
+      }
+      ImGui::EndCombo();
+    }
+    ImGui::PopItemWidth();
+  };
+  ImGui::TextDisabled("GPU");
+  num("block size", &o.block_size, 46, "--block-size: tokens per KV block");
+  num("GPU blocks", &o.num_gpu_blocks, 58, "--num-gpu-blocks: N - 1 usable (block 0 is null)");
+  num("budget", &o.max_num_batched_tokens, 58, "--max-num-batched-tokens: tokens per step");
+  num("max seqs", &o.max_num_seqs, 46, "--max-num-seqs: running requests at most");
+  choice("policy", &o.policy, {"fcfs", "priority"}, 80);
+  choice("semantics", &o.semantics, {"latest", "classic"}, 80);
   ImGui::SameLine();
-  const bool reload = ImGui::Button("open");
-  if (path_[0] && (reload || loaded_ != path_)) (void)Open(path_);
+  ImGui::Checkbox("async", &o.async_scheduling);
+  ImGui::TextDisabled("CPU");
+  num("CPU blocks", &o.num_cpu_blocks, 58, "--num-cpu-blocks: the offloading tier (0 = none)");
+  num("offload block", &o.offload_block_size, 46,
+      "--offload-block-size: tokens, a multiple of the block size (0 = equal)");
+  choice("eviction", &o.eviction_policy, {"lru", "arc"}, 60);
+  choice("copies", &o.xfer_timing, {"instant", "next-step"}, 96);
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("--xfer-timing: a copy finishes with the output of its step or the next");
+  }
+}
+
+void StepsPanel::DrawSource(ViewerContext& ctx) {
+  static const char* kSources[] = {"step log file", "kvsim schedule (step clock)",
+                                   "scenario (engine)"};
+  ImGui::PushItemWidth(210);
+  int src = static_cast<int>(source_);
+  if (ImGui::Combo("##source", &src, kSources, 3)) SetSource(ctx, static_cast<Source>(src));
+  ImGui::PopItemWidth();
+  ImGui::SameLine();
+  const bool busy = pending_.valid();
+  switch (source_) {
+    case Source::kFile: {
+      ImGui::PushItemWidth(420);
+      ImGui::InputText("step log", path_, sizeof path_);
+      ImGui::PopItemWidth();
+      HelpMarker(
+          "a JSONL step log: kvsim schedule REQUESTS.jsonl --step-log OUT.jsonl, or kvsim run "
+          "--step-log OUT.jsonl (docs/step-log.md has the record format)");
+      ImGui::SameLine();
+      const bool reload = ImGui::Button("open");
+      if (path_[0] && (reload || loaded_ != path_)) {
+        (void)Open(path_);
+        ctx.sim.reset();
+      }
+      break;
+    }
+    case Source::kSchedule: {
+      ImGui::PushItemWidth(380);
+      if (ImGui::InputText("requests", requests_, sizeof requests_))
+        ctx.schedule.requests = requests_;
+      ImGui::PopItemWidth();
+      HelpMarker(
+          "REQUESTS.jsonl for kvsim schedule: {\"id\", \"tokens\", \"max_tokens\", "
+          "\"arrival_step\", \"priority\"} per line; e.g. scenarios/traces/sample_requests.jsonl "
+          "with 40 GPU blocks, budget 64 and 200 CPU blocks");
+      ImGui::SameLine();
+      if (busy) {
+        ImGui::TextDisabled("running...");
+      } else if (ImGui::Button("run")) {
+        Run(ctx, Source::kSchedule);
+      }
+      DrawScheduleFlags(ctx);
+      break;
+    }
+    case Source::kScenario: {
+      ImGui::TextUnformatted(ScenarioRunDescription(*ctx.plan).c_str());
+      HelpMarker(
+          "the loaded scenario (with the Plan panel's knobs) through the discrete-event engine, "
+          "as kvsim run does for one point; a sweep: block is not expanded");
+      ImGui::SameLine();
+      if (busy) {
+        ImGui::TextDisabled("running...");
+      } else if (ImGui::Button("run")) {
+        Run(ctx, Source::kScenario);
+      }
+      break;
+    }
+  }
+}
+
+void StepsPanel::Draw(ViewerContext& ctx) {
+  if (!started_) {
+    started_ = true;
+    if (!ctx.step_log.empty()) std::strncpy(path_, ctx.step_log.c_str(), sizeof path_ - 1);
+    if (ctx.sim) {
+      source_ = ctx.sim->kind() == SimRun::Kind::kSchedule ? Source::kSchedule : Source::kScenario;
+    } else if (!ctx.schedule.requests.empty()) {
+      source_ = Source::kSchedule;
+    }
+    if (ctx.schedule == ScheduleOptions{}) {
+      // Nothing given: the README's two-tier demo (the shipped sample, run from the repo root).
+      ctx.schedule.requests = "scenarios/traces/sample_requests.jsonl";
+      ctx.schedule.num_gpu_blocks = 40;
+      ctx.schedule.max_num_batched_tokens = 64;
+      ctx.schedule.num_cpu_blocks = 200;
+    }
+    std::strncpy(requests_, ctx.schedule.requests.c_str(), sizeof requests_ - 1);
+  }
+  PollRun(ctx, false);
+  DrawSource(ctx);
   if (!error_.empty()) {
     ImGui::PushTextWrapPos(0);
     ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", error_.c_str());
     ImGui::PopTextWrapPos();
   }
+  // The log shown: the simulation's when it is of the source picked, else the file's.
+  const SimRun::Kind want =
+      source_ == Source::kSchedule ? SimRun::Kind::kSchedule : SimRun::Kind::kScenario;
+  sim_ = source_ != Source::kFile && ctx.sim && ctx.sim->kind() == want ? ctx.sim.get() : nullptr;
+  log_ = sim_ ? &sim_->log() : source_ == Source::kFile ? file_log_.get() : nullptr;
   if (!log_) {
-    if (error_.empty()) {
+    if (!error_.empty() || pending_.valid()) return;
+    if (source_ == Source::kFile) {
       ImGui::TextWrapped(
           "No step log open. Write one with `kvsim schedule REQUESTS.jsonl --step-log "
-          "steps.jsonl` and open it here or with kvsim-viz --steps steps.jsonl.");
+          "steps.jsonl` and open it here or with kvsim-viz --steps steps.jsonl, or pick a "
+          "simulation above.");
+    } else {
+      ImGui::TextWrapped("Press run: the Block pool panel then shows the simulated pool.");
     }
     return;
   }
   const StepLog& log = *log_;
   const int64_t n = static_cast<int64_t>(log.steps.size());
+  if (sim_) selected_ = ctx.sim_index;  // the Block pool panel may have moved it
   HandleKeys();
   selected_ = std::clamp<int64_t>(selected_, 0, n - 1);
   ImGui::Text("%lld steps (%lld..%lld), %zu requests, %lld preemptions%s",
               static_cast<long long>(n), static_cast<long long>(log.steps.front().step),
               static_cast<long long>(log.steps.back().step), log.request_ids.size(),
               static_cast<long long>(log.total_preemptions),
-              log.has_summary ? "" : "  (no summary line: decode = 1-token chunks)");
+              log.has_summary || sim_ ? "" : "  (no summary line: decode = 1-token chunks)");
+  if (sim_) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    ImGui::TextWrapped(
+        "simulated: %s  |  pool snapshots (Block pool panel): %lld of %lld steps, %.2f MiB "
+        "(keyframes + deltas, cap %lld MiB)%s",
+        sim_->description().c_str(), static_cast<long long>(sim_->num_snapshots()),
+        static_cast<long long>(n), static_cast<double>(sim_->snapshot_bytes()) / (1 << 20),
+        static_cast<long long>(sim_->snapshot_budget() >> 20),
+        sim_->truncated() ? "; later records dropped" : "");
+    ImGui::PopStyleColor();
+  }
   int sel = static_cast<int>(selected_);
   ImGui::PushItemWidth(-260);
   ImGui::SliderInt("##step", &sel, 0, static_cast<int>(n - 1), "record %d");
@@ -104,15 +281,22 @@ void StepsPanel::Draw(ViewerContext& ctx) {
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float legend_h = ImGui::GetTextLineHeightWithSpacing() * 1.5f;
-  const float record_h = ImGui::GetTextLineHeightWithSpacing() * 5.5f;
+  const float record_h = ImGui::GetTextLineHeightWithSpacing() * 6.5f;
   const float rest = std::max(200.0f, avail.y - legend_h - record_h);
   DrawBars(avail.x, rest * 0.6f);
-  DrawLegend({{"prefill chunk", steps_palette::kPrefill, false},
-              {"decode", steps_palette::kDecode, false},
-              {"recompute after preemption", steps_palette::kRecompute, false},
-              {"preemption", steps_palette::kPreempt, false}});
+  std::vector<LegendEntry> legend = {
+      {"prefill chunk", steps_palette::kPrefill, false},
+      {"decode", steps_palette::kDecode, false},
+      {"recompute after preemption", steps_palette::kRecompute, false},
+      {"preemption", steps_palette::kPreempt, false}};
+  if (log.steps.front().has_offload()) {
+    legend.push_back(
+        {"CPU tier load started (to be scheduled after it)", palette::kCpuLoading, false});
+  }
+  DrawLegend(legend);
   DrawLines(avail.x, rest * 0.4f - 8);
   DrawRecord();
+  if (sim_) ctx.sim_index = selected_;
 }
 
 void StepsPanel::HandleKeys() {
@@ -166,11 +350,31 @@ void StepsPanel::DrawBars(float width, float height) {
                         IM_COL32(60, 64, 80, 255));
     }
     double acc = 0;
+    // Consecutive segments of one kind too thin to tell apart (a decode of one token among
+    // hundreds) are drawn as one rectangle: a busy engine step has hundreds of chunks, and
+    // a rectangle each would cost more than the software renderer's frame budget.
+    float run_y0 = 0, run_y1 = 0;
+    Rgba run_col = 0;
+    bool run_open = false;
+    auto flush = [&] {
+      if (run_open) dl->AddRectFilled(ImVec2(x0, run_y1), ImVec2(x1, run_y0), run_col);
+      run_open = false;
+    };
     for (const StepChunk& c : s.scheduled) {
       const float y0 = py(acc), y1 = py(acc + static_cast<double>(c.n));
-      dl->AddRectFilled(ImVec2(x0, y1), ImVec2(x1, y0), ChunkColour(c.kind));
-      if (y0 - y1 > 3 && bar > 4) {
+      const Rgba col = ChunkColour(c.kind);
+      const bool tall = y0 - y1 > 3 && bar > 4;
+      if (tall || !run_open || col != run_col) flush();
+      if (tall) {
+        dl->AddRectFilled(ImVec2(x0, y1), ImVec2(x1, y0), col);
         dl->AddLine(ImVec2(x0, y1), ImVec2(x1, y1), IM_COL32(24, 26, 30, 255));  // separator
+      } else if (run_open) {
+        run_y1 = y1;
+      } else {
+        run_open = true;
+        run_col = col;
+        run_y0 = y0;
+        run_y1 = y1;
       }
       if (hovered && mouse.x >= x0 && mouse.x < x1 && mouse.y >= y1 && mouse.y <= y0) {
         hover_chunk = &c;
@@ -178,11 +382,19 @@ void StepsPanel::DrawBars(float width, float height) {
       }
       acc += static_cast<double>(c.n);
     }
+    flush();
+    float top = py(acc) - 4;
     if (!s.preempted.empty()) {  // a red triangle above the bar
-      const float cx = (x0 + x1) / 2, ty = py(acc) - 4;
+      const float cx = (x0 + x1) / 2, ty = top;
       const float r = std::clamp(slot * 0.45f, 3.0f, 7.0f);
       dl->AddTriangleFilled(ImVec2(cx - r, ty - 2 * r), ImVec2(cx + r, ty - 2 * r), ImVec2(cx, ty),
                             steps_palette::kPreempt);
+      top -= 2 * r + 2;
+    }
+    if (s.cpu_load_blocks > 0) {  // a magenta square above the bar: the CPU tier loads
+      const float cx = (x0 + x1) / 2;
+      const float r = std::clamp(slot * 0.4f, 3.0f, 6.0f);
+      dl->AddRectFilled(ImVec2(cx - r, top - 2 * r), ImVec2(cx + r, top), palette::kCpuLoading);
     }
     if (hovered && !hover_step && mouse.x >= x0 - (slot - bar) / 2 &&
         mouse.x < x0 - (slot - bar) / 2 + slot) {
@@ -218,6 +430,11 @@ void StepsPanel::DrawBars(float width, float height) {
                 static_cast<long long>(hover_step->step), hover_step->scheduled.size(),
                 static_cast<long long>(hover_step->num_scheduled_tokens()),
                 static_cast<long long>(hover_step->num_free_blocks));
+    if (hover_step->cpu_load_blocks > 0) {
+      ImGui::Text("CPU tier: loads of %lld offloaded blocks start (loading: %s)",
+                  static_cast<long long>(hover_step->cpu_load_blocks),
+                  IdList(log, hover_step->loading).c_str());
+    }
     ImGui::EndTooltip();
   }
 }
@@ -274,6 +491,14 @@ void StepsPanel::DrawRecord() {
                        IdList(log, s.preempted).c_str());
   }
   ImGui::Text("finished: %s", IdList(log, s.finished).c_str());
+  if (s.has_offload()) {
+    ImGui::Text(
+        "CPU tier: %lld blocks used, %lld ready; this decision loads %lld, stores %lld "
+        "offloaded blocks; loading: %s",
+        static_cast<long long>(s.cpu_blocks_used), static_cast<long long>(s.cpu_blocks_ready),
+        static_cast<long long>(s.cpu_load_blocks), static_cast<long long>(s.cpu_store_blocks),
+        IdList(log, s.loading).c_str());
+  }
   if (s.t_start_ns >= 0 && s.t_end_ns >= 0) {
     ImGui::Text("time %.3f .. %.3f ms (%.3f ms)", 1e-6 * static_cast<double>(s.t_start_ns),
                 1e-6 * static_cast<double>(s.t_end_ns),
