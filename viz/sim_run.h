@@ -33,7 +33,7 @@
 
 #include "core/status.h"
 #include "sim/instance/step_clock.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario_config.h"
 #include "viz/cell_history.h"
 #include "viz/pool_replay.h"  // BlockState
 #include "viz/step_log.h"
