@@ -24,9 +24,6 @@ std::string_view AttentionBackendName(AttentionBackend b) {
   }
   return "?";
 }
-std::string_view VllmSemanticsName(VllmSemantics s) {
-  return s == VllmSemantics::kClassic ? "classic" : "latest";
-}
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 

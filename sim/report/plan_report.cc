@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/int_math.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/vllm_semantics.h"
 #include "sim/embedded_data.h"
 
 namespace kvsim {
