@@ -1,8 +1,6 @@
 #include "core/kv_group/chunked_local_policy.h"
 
-#include <algorithm>
-
-#include "core/int_math.h"
+#include "core/kv_cache_spec.h"
 
 namespace kvsim {
 
@@ -13,8 +11,8 @@ int64_t ChunkedLocalPolicy::FindHit(int64_t max_length, const HitProbe& cached, 
 }
 
 int64_t ChunkedLocalPolicy::MaxBlocksPerRequest(int64_t max_len) const {
-  return CeilDiv(std::min(group().attention_chunk_size + context().max_num_batched_tokens, max_len),
-                 block_size());
+  return ChunkedLocalMaxBlocks(group().attention_chunk_size, block_size(),
+                               context().max_num_batched_tokens, max_len);
 }
 
 }  // namespace kvsim

@@ -1,5 +1,7 @@
 #include "core/kv_group/sliding_window_policy.h"
 
+#include "core/kv_cache_spec.h"
+
 namespace kvsim {
 
 int64_t SlidingWindowPolicy::FindHit(int64_t max_length, const HitProbe& cached, const HitSink& put,
@@ -10,9 +12,8 @@ int64_t SlidingWindowPolicy::FindHit(int64_t max_length, const HitProbe& cached,
 }
 
 int64_t SlidingWindowPolicy::MaxBlocksPerRequest(int64_t max_len) const {
-  return CeilDiv(std::min(group().sliding_window - 1 + context().max_num_batched_tokens, max_len),
-                 block_size()) +
-         1;
+  return SlidingWindowMaxBlocks(group().sliding_window, block_size(),
+                                context().max_num_batched_tokens, max_len);
 }
 
 bool SlidingWindowPolicy::RetentionMask(int64_t start, int64_t end,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/block_pool.h"
+#include "core/kv_cache_spec.h"
 #include "core/kv_group/chunked_local_policy.h"
 #include "core/kv_group/full_attention_policy.h"
 #include "core/kv_group/kv_group_policy.h"
@@ -102,6 +103,9 @@ TEST_CASE("Skipped tokens and the per-request block cap", "[kv_group]") {
   CHECK(swa.MaxBlocksPerRequest(40) == 3 + 1);
   CHECK(chunk.MaxBlocksPerRequest(1000) == 128 / 16);
   CHECK(chunk.MaxBlocksPerRequest(100) == 7);
+  // The same formulas the page planner sizes the pool with (core/kv_cache_spec.h).
+  static_assert(SlidingWindowMaxBlocks(33, 16, 64, 40) == 4);
+  static_assert(ChunkedLocalMaxBlocks(64, 16, 64, 100) == 7);
   CHECK(full.MaxBlocksPerRequest(1000) == 0);
   CHECK(mamba.MaxBlocksPerRequest(1000) == 0);
 }
