@@ -29,7 +29,7 @@ check_dir(core "[<\"](sim|viz|kernels|apps)/|yaml-cpp|imgui|GLFW|cuda_runtime|sp
 check_dir(sim "[<\"](viz|kernels)/|imgui|GLFW" "sim may use core only")
 check_dir(viz "[<\"]kernels/" "viz never depends on kernels")
 check_dir(kernels "[<\"](sim|viz|apps)/|yaml-cpp|imgui" "kernels see core's header-only set only")
-check_dir(kernels "[<\"]core/(page_planner|model_spec|block_pool|kv_cache_manager|block_hash|cost_model)" "kernels see core's header-only set only")
+check_dir(kernels "[<\"]core/(page_planner|model_spec|block_pool|kv_cache_manager|block_hash|cost_model|large_array|free_block_queue|block_eviction_policy|kv_group)" "kernels see core's header-only set only")
 foreach(comp workload scheduler instance cluster replay trace config calibrate report)
   check_dir(sim/${comp} "[<\"]sim/(scenario|run|sweep)/"
             "a component never includes the layers that parse, run or sweep it")

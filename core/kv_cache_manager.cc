@@ -1,6 +1,6 @@
-// The KV cache manager and its hybrid coordinator (reference §5.3–5.6). Per-type hit
-// finders live in core/prefix_hit.h; this file holds the request table, the coordinator's
-// fixed point, the block-count math of allocate_slots and the per-type allocation rules.
+// The KV cache manager and its hybrid coordinator (reference §5.3–5.6). The rules of each
+// group type are its policy (core/kv_group/); this file holds the request table, the
+// coordinator's fixed point and the block-count math of allocate_slots common to all types.
 #include "core/kv_cache_manager.h"
 
 #include <algorithm>
@@ -10,24 +10,9 @@
 
 #include "core/check.h"
 #include "core/int_math.h"
-#include "core/prefix_hit.h"
-#include "core/sparse_retention.h"
+#include "core/kv_group/kv_group_policy.h"
 
 namespace kvsim {
-namespace {
-
-
-}  // namespace
-
-std::string_view KvGroupKindName(KvGroupKind k) {
-  switch (k) {
-    case KvGroupKind::kFullAttention: return "full_attention";
-    case KvGroupKind::kSlidingWindow: return "sliding_window";
-    case KvGroupKind::kChunkedLocal: return "chunked_local";
-    case KvGroupKind::kMamba: return "mamba";
-  }
-  return "?";
-}
 
 // ---- Config ----------------------------------------------------------------------------
 
@@ -68,16 +53,15 @@ Status KvCacheManagerConfig::Validate() const {
     return Status::Error("bad_num_blocks", "num_blocks must be below 2^30");
   for (size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
-    const std::string where = "group " + std::to_string(i) + " (" +
-                              std::string(KvGroupKindName(g.kind)) + ")";
+    const std::string where =
+        "group " + std::to_string(i) + " (" + std::string(KvGroupKindName(g.kind)) + ")";
     if (g.block_size <= 0)
       return Status::Error("bad_block_size", where + ": block size must be positive");
     if (g.kind == KvGroupKind::kSlidingWindow && g.sliding_window < 1)
       return Status::Error("bad_window", where + ": sliding window must be at least 1");
     if (g.kind == KvGroupKind::kChunkedLocal && g.attention_chunk_size < 1)
       return Status::Error("bad_chunk", where + ": attention chunk size must be at least 1");
-    if (g.kind == KvGroupKind::kMamba && g.mamba_mode == MambaCacheMode::kNone &&
-        enable_caching)
+    if (g.kind == KvGroupKind::kMamba && g.mamba_mode == MambaCacheMode::kNone && enable_caching)
       return Status::Error("bad_mamba_mode",
                            where + ": Mamba mode 'none' requires prefix caching off");
     if (g.num_speculative_blocks < 0)
@@ -86,7 +70,8 @@ Status KvCacheManagerConfig::Validate() const {
   if (prefix_cache_retention_interval < kRetentionProfileDefault)
     return Status::Error("bad_retention",
                          "prefix_cache_retention_interval must be null, 0 or a positive number "
-                         "of tokens, got " + std::to_string(prefix_cache_retention_interval));
+                         "of tokens, got " +
+                             std::to_string(prefix_cache_retention_interval));
   if (semantics == VllmSemantics::kClassic && prefix_cache_retention_interval >= 0)
     return Status::Error("bad_retention",
                          "prefix_cache_retention_interval is a latest-snapshot setting (vLLM "
@@ -117,7 +102,9 @@ Result<KvCacheManagerConfig> KvCacheManagerConfigFromPlan(const KvCachePlan& pla
     gc.block_size = g.block_size;
     switch (g.kind) {
       case LayerKind::kFullAttention:
-      case LayerKind::kMla: gc.kind = KvGroupKind::kFullAttention; break;
+      case LayerKind::kMla:
+        gc.kind = KvGroupKind::kFullAttention;
+        break;
       case LayerKind::kSlidingWindow:
         gc.kind = KvGroupKind::kSlidingWindow;
         gc.sliding_window = g.spec.sliding_window;
@@ -186,25 +173,25 @@ struct KvCacheManager::RequestState {
   RequestBlockHasher hasher;
   RequestKeys keys;
   int64_t num_prompt_tokens = 0;
-  std::vector<std::vector<BlockId>> blocks;  // per group
-  std::vector<int64_t> num_cached;           // per group: blocks [0, n) are cached
-  std::vector<uint8_t> mamba_allocated;      // per group (align): blocks allocated before
-  std::vector<int64_t> mamba_last_state;     // per group (align): index to free later, or −1
-  int64_t shared_prefix_boundary = 0;        // [latest] junction of the last lookup, or 0
+  std::vector<GroupBlockTable> groups;  // per group
+  int64_t shared_prefix_boundary = 0;   // [latest] junction of the last lookup, or 0
 };
 
 struct KvCacheManager::Impl {
+  // A lookup unit: groups of one spec, looked up together (§5.5).
   struct SpecGroup {
-    KvGroupConfig cfg;
+    const KvGroupPolicy* policy;  // the first group's (all groups of the unit share its rules)
     std::vector<int32_t> gids;
   };
+  std::vector<std::unique_ptr<KvGroupPolicy>> policies;  // per group
   std::vector<RequestState> reqs;
   std::vector<RequestHandle> free_handles;
   int64_t hash_block = 16;
   int64_t sched_block = 16;
   std::vector<int64_t> hash_ratio;     // per group: block_size / hash_block
-  std::vector<SpecGroup> spec_groups;  // lookup units; full attention first
+  std::vector<SpecGroup> spec_groups;  // lookup units; prefix-closed kinds first
   bool single_full = false;            // fast path: one full-attention group
+  int chunk_aligner = -1;              // the group that trims prefill chunks, or −1
 
   // The pending hit of the last GetComputedBlocks.
   RequestHandle hit_handle = -1;
@@ -215,12 +202,11 @@ struct KvCacheManager::Impl {
 
   std::vector<BlockId> tmp;
   std::vector<BlockId> lookup;  // one block per gid of a spec group
-  // [latest] some group is sliding-window or Mamba and retention is not dense.
+  // [latest] some group may cache sparsely and retention is not dense.
   bool sparse_retention = false;
-  int64_t retention = KvCacheManagerConfig::kRetentionDense;
   std::vector<uint8_t> mask;
-  // Mamba states cached in the current step, as (hash, group); tracked once NewStepStarts
-  // has been called.
+  // Hit states cached in the current step, as (hash, group); tracked once NewStepStarts has
+  // been called, for the groups that defer such hits.
   bool step_tracking = false;
   std::vector<std::pair<BlockHash, int32_t>> cached_this_step;
   bool CachedThisStep(BlockHash hv, int32_t g) const {
@@ -239,57 +225,52 @@ KvCacheManager::KvCacheManager(const KvCacheManagerConfig& config)
   Impl& m = *impl_;
   m.hash_block = config_.resolved_hash_block_size();
   m.sched_block = config_.scheduler_block_size();
-  for (const auto& g : config_.groups) m.hash_ratio.push_back(g.block_size / m.hash_block);
-  // Merge identical specs into one lookup unit; full attention first (§5.5).
+  KvGroupContext ctx;
+  ctx.semantics = config_.semantics;
+  ctx.use_eagle = config_.use_eagle;
+  ctx.scheduler_block_size = m.sched_block;
+  ctx.hash_block_size = m.hash_block;
+  ctx.prefix_match_unit = config_.hash_block_size > 0;
+  ctx.max_num_batched_tokens = config_.max_num_batched_tokens;
+  ctx.retention_interval = config_.effective_retention_interval();
+  for (size_t i = 0; i < config_.groups.size(); ++i) {
+    const KvGroupConfig& g = config_.groups[i];
+    m.hash_ratio.push_back(g.block_size / m.hash_block);
+    m.policies.push_back(MakeKvGroupPolicy(g, ctx));
+    const KvGroupPolicy& p = *m.policies.back();
+    if (p.aligns_prefill_chunks()) m.chunk_aligner = static_cast<int>(i);
+    if (ctx.retention_interval != KvCacheManagerConfig::kRetentionDense &&
+        p.retention_can_be_sparse())
+      m.sparse_retention = true;
+  }
+  // Merge identical specs into one lookup unit; prefix-closed kinds (full attention) first
+  // (§5.5).
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < config_.groups.size(); ++i) {
-      const auto& g = config_.groups[i];
-      if ((g.kind == KvGroupKind::kFullAttention) != (pass == 0)) continue;
+      const KvGroupPolicy* p = m.policies[i].get();
+      if (p->hit_is_prefix_closed() != (pass == 0)) continue;
       bool merged = false;
       for (auto& sg : m.spec_groups) {
-        if (sg.cfg.SameSpec(g)) {
+        if (sg.policy->group().SameSpec(p->group())) {
           sg.gids.push_back(static_cast<int32_t>(i));
           merged = true;
           break;
         }
       }
-      if (!merged) m.spec_groups.push_back({g, {static_cast<int32_t>(i)}});
+      if (!merged) m.spec_groups.push_back({p, {static_cast<int32_t>(i)}});
     }
   }
   m.single_full = config_.groups.size() == 1 &&
                   config_.groups[0].kind == KvGroupKind::kFullAttention && !config_.use_eagle &&
                   !config_.disable_fast_paths;
   m.hit_blocks.resize(config_.groups.size());
-  m.retention = config_.effective_retention_interval();
-  if (m.retention != KvCacheManagerConfig::kRetentionDense)
-    for (const auto& g : config_.groups)
-      if (g.kind == KvGroupKind::kSlidingWindow || g.kind == KvGroupKind::kMamba)
-        m.sparse_retention = true;
-}
-
-bool KvCacheManager::RetentionMask(size_t g, const RequestState& r, int64_t start, int64_t end,
-                                   std::vector<uint8_t>& mask) const {
-  const KvGroupConfig& gc = config_.groups[g];
-  const Impl& m = *impl_;
-  int64_t boundaries[2] = {r.num_prompt_tokens - 1, r.shared_prefix_boundary};
-  const std::span<const int64_t> bs(boundaries, r.shared_prefix_boundary > 0 ? 2 : 1);
-  switch (gc.kind) {
-    case KvGroupKind::kSlidingWindow:
-      return SlidingWindowRetentionMask(start, end, gc.block_size, gc.sliding_window,
-                                        m.sched_block, config_.use_eagle, m.retention, bs, mask);
-    case KvGroupKind::kMamba:
-      return MambaRetentionMask(start, end, gc.block_size, m.sched_block, m.retention, bs, mask);
-    default:
-      return false;
-  }
 }
 
 KvCacheManager::~KvCacheManager() = default;
 
 // ---- Request table -----------------------------------------------------------------------
 
-RequestHandle KvCacheManager::AddRequest(std::span<const TokenId> prompt,
-                                         const RequestKeys& keys) {
+RequestHandle KvCacheManager::AddRequest(std::span<const TokenId> prompt, const RequestKeys& keys) {
   Impl& m = *impl_;
   RequestHandle h;
   if (!m.free_handles.empty()) {
@@ -298,12 +279,7 @@ RequestHandle KvCacheManager::AddRequest(std::span<const TokenId> prompt,
   } else {
     h = static_cast<RequestHandle>(m.reqs.size());
     m.reqs.emplace_back();
-    RequestState& r = m.reqs.back();
-    const size_t ng = config_.groups.size();
-    r.blocks.resize(ng);
-    r.num_cached.assign(ng, 0);
-    r.mamba_allocated.assign(ng, 0);
-    r.mamba_last_state.assign(ng, -1);
+    m.reqs.back().groups.resize(config_.groups.size());
   }
   RequestState& r = m.reqs[static_cast<size_t>(h)];
   r.live = true;
@@ -349,7 +325,7 @@ int64_t KvCacheManager::num_prompt_tokens(RequestHandle h) const {
 }
 
 std::span<const BlockId> KvCacheManager::blocks(RequestHandle h, int group) const {
-  return impl_->reqs[static_cast<size_t>(h)].blocks[static_cast<size_t>(group)];
+  return impl_->reqs[static_cast<size_t>(h)].groups[static_cast<size_t>(group)].blocks;
 }
 
 std::span<const BlockHash> KvCacheManager::block_hashes(RequestHandle h) const {
@@ -396,60 +372,29 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
     return {m.hit_tokens, m.hit_tokens};
   }
 
-  // The coordinator's fixed point over the spec groups (§5.5).
-  const int64_t align = m.sched_block;
+  // The coordinator's fixed point over the spec groups (§5.5): each unit's hit bounds the
+  // next unit's search until no unit shortens it.
   int64_t L = max_len;
   int64_t longest_single = 0;
   bool first = true;
-  std::vector<int64_t> full_count(m.spec_groups.size(), 0);
+  std::vector<int64_t> prefix_closed_count(m.spec_groups.size(), 0);
   while (true) {
     const int64_t L0 = L;
     for (size_t s = 0; s < m.spec_groups.size(); ++s) {
       const Impl::SpecGroup& sg = m.spec_groups[s];
-      const int64_t B = sg.cfg.block_size;
-      const int64_t k = B / m.hash_block;
-      auto cached = [&](int64_t j, BlockId* out) -> bool {
-        const BlockHash hv = hashes[static_cast<size_t>((j + 1) * k - 1)];
-        for (size_t q = 0; q < sg.gids.size(); ++q) {
-          const BlockId b = pool_.GetCachedBlock(hv, sg.gids[q]);
-          if (b == kNoBlock) return false;
-          if (out != nullptr) out[q] = b;
-        }
-        return true;
-      };
+      const KvGroupPolicy& p = *sg.policy;
+      const int64_t B = p.block_size();
       int64_t nblocks = 0;
-      if (sg.cfg.kind == KvGroupKind::kFullAttention && !first) {
-        nblocks = std::min(full_count[s], L / B);
-        full_count[s] = nblocks;
+      if (p.hit_is_prefix_closed() && !first) {
+        nblocks = std::min(prefix_closed_count[s], L / B);
+        prefix_closed_count[s] = nblocks;
       } else {
         for (int32_t g : sg.gids) m.hit_blocks[static_cast<size_t>(g)].clear();
         m.lookup.resize(sg.gids.size());
-        // Positions found by the finder are filled through `put`.
-        auto put = [&](int64_t j, const BlockId* blocks_for_gids) {
-          for (size_t q = 0; q < sg.gids.size(); ++q) {
-            auto& v = m.hit_blocks[static_cast<size_t>(sg.gids[q])];
-            if (static_cast<int64_t>(v.size()) <= j) v.resize(static_cast<size_t>(j + 1), kNullBlock);
-            v[static_cast<size_t>(j)] = blocks_for_gids ? blocks_for_gids[q] : kNullBlock;
-          }
-        };
-        switch (sg.cfg.kind) {
-          case KvGroupKind::kFullAttention:
-            nblocks = FindFullAttentionHit(L, B, align, config_.use_eagle, cached, put,
-                                           m.lookup.data());
-            full_count[s] = nblocks;
-            break;
-          case KvGroupKind::kSlidingWindow:
-            nblocks = FindSlidingWindowHit(L, B, sg.cfg.sliding_window, align,
-                                           config_.use_eagle, cached, put, m.lookup.data());
-            break;
-          case KvGroupKind::kChunkedLocal:
-            nblocks = FindChunkedLocalHit(L, B, sg.cfg.attention_chunk_size, cached, put,
-                                          m.lookup.data());
-            break;
-          case KvGroupKind::kMamba:
-            nblocks = FindMambaHit(L, B, align, cached, put, m.lookup.data());
-            break;
-        }
+        const HitProbe cached(pool_, hashes.data(), B / m.hash_block, sg.gids);
+        const HitSink put(m.hit_blocks, sg.gids);
+        nblocks = p.FindHit(L, cached, put, m.lookup.data());
+        if (p.hit_is_prefix_closed()) prefix_closed_count[s] = nblocks;
         for (int32_t g : sg.gids)
           m.hit_blocks[static_cast<size_t>(g)].resize(static_cast<size_t>(nblocks), kNullBlock);
       }
@@ -477,80 +422,23 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
 
 // ---- Allocation --------------------------------------------------------------------------
 
-namespace {
-
-int64_t NumSkippedTokens(const KvGroupConfig& g, int64_t n) {
-  switch (g.kind) {
-    case KvGroupKind::kFullAttention: return 0;
-    case KvGroupKind::kSlidingWindow: return std::max<int64_t>(0, n - g.sliding_window + 1);
-    case KvGroupKind::kChunkedLocal: return n / g.attention_chunk_size * g.attention_chunk_size;
-    case KvGroupKind::kMamba: return n - 1;
-  }
-  return 0;
-}
-
-}  // namespace
-
 void KvCacheManager::RemoveSkippedBlocks(RequestHandle h, int64_t num_computed_tokens) {
   Impl& m = *impl_;
   ++m.epoch;
   RequestState& r = m.reqs[static_cast<size_t>(h)];
-  for (size_t gi = 0; gi < config_.groups.size(); ++gi) {
-    const KvGroupConfig& g = config_.groups[gi];
-    if (g.kind == KvGroupKind::kFullAttention) continue;
-    std::vector<BlockId>& blocks = r.blocks[gi];
-    const int64_t skipped = NumSkippedTokens(g, num_computed_tokens);
-    if (skipped > 0) {
-      const int64_t nb = std::min<int64_t>(skipped / g.block_size, static_cast<int64_t>(blocks.size()));
-      m.tmp.clear();
-      for (int64_t i = nb - 1; i >= 0; --i) {
-        BlockId& b = blocks[static_cast<size_t>(i)];
-        if (b == kNullBlock) break;
-        m.tmp.push_back(b);
-        b = kNullBlock;
-      }
-      pool_.FreeBlocks(m.tmp);
-    }
-    if (g.kind == KvGroupKind::kMamba && g.mamba_mode == MambaCacheMode::kAlign) {
-      // The state block from two steps back is no longer needed once the running state has
-      // moved on (vLLM's last_state_block_idx).
-      const int64_t last = r.mamba_last_state[gi];
-      if (last >= 0 && last < CeilDiv(num_computed_tokens, g.block_size) - 1 &&
-          last < static_cast<int64_t>(blocks.size())) {
-        BlockId& b = blocks[static_cast<size_t>(last)];
-        if (b != kNullBlock) {
-          pool_.FreeBlocks({&b, 1});
-          b = kNullBlock;
-        }
-      }
-    }
-  }
+  for (size_t g = 0; g < config_.groups.size(); ++g)
+    m.policies[g]->RemoveSkippedBlocks(num_computed_tokens, r.groups[g], pool_, m.tmp);
 }
 
 namespace {
 
-// Blocks group `g` must take from the free queue (vLLM's get_num_blocks_to_allocate).
-int64_t BlocksToAllocate(const KvGroupConfig& g, const BlockPool& pool, int64_t num_tokens,
-                         int64_t num_tokens_main, std::span<const BlockId> hit,
-                         int64_t num_held, bool mamba_allocated, int64_t total_computed,
-                         int64_t cap_blocks) {
+// Hit blocks that are free now: touching them takes them out of the free queue, so they
+// count against the free blocks like new ones (every group type alike).
+int64_t NumEvictable(const BlockPool& pool, std::span<const BlockId> hit) {
   int64_t evictable = 0;
   for (BlockId b : hit)
     if (b != kNullBlock && pool.ref_cnt(b) == 0) ++evictable;
-  const int64_t hitn = static_cast<int64_t>(hit.size());
-  if (g.kind == KvGroupKind::kMamba && g.mamba_mode == MambaCacheMode::kAlign) {
-    const int64_t required = CeilDiv(num_tokens_main, g.block_size) + g.num_speculative_blocks;
-    int64_t n = required - hitn - num_held;
-    if (n > 0) n = mamba_allocated ? 1 : 1 + g.num_speculative_blocks;
-    else n = 0;
-    return n + evictable;
-  }
-  if (g.kind == KvGroupKind::kMamba) num_tokens += g.block_size * g.num_speculative_blocks;
-  int64_t required = CeilDiv(num_tokens, g.block_size);
-  if (cap_blocks > 0) required = std::min(required, cap_blocks);
-  const int64_t skipped = NumSkippedTokens(g, total_computed) / g.block_size;
-  const int64_t n = std::max<int64_t>(required - std::max(skipped, hitn + num_held), 0);
-  return n + evictable;
+  return evictable;
 }
 
 }  // namespace
@@ -568,19 +456,19 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
               num_external_computed_tokens >= 0 && reserved_blocks >= 0);
   const bool use_hit = num_new_computed_tokens > 0;
   if (use_hit) {
-    KVSIM_CHECK_MSG(m.hit_handle == h && m.hit_epoch == m.epoch &&
-                        m.hit_tokens == num_new_computed_tokens,
-                    "num_new_computed_tokens must be the hit GetComputedBlocks just returned");
+    KVSIM_CHECK_MSG(
+        m.hit_handle == h && m.hit_epoch == m.epoch && m.hit_tokens == num_new_computed_tokens,
+        "num_new_computed_tokens must be the hit GetComputedBlocks just returned");
     KVSIM_CHECK(num_computed_tokens == 0);
   }
   const size_t ng = config_.groups.size();
   const int64_t total_computed =
       num_computed_tokens + num_new_computed_tokens + num_external_computed_tokens;
-  int64_t need_slots = total_computed + num_new_tokens + num_lookahead_tokens;
-  int64_t need_main = total_computed + num_new_tokens;
+  SlotDemand demand{total_computed + num_new_tokens + num_lookahead_tokens,
+                    total_computed + num_new_tokens, total_computed};
   if (config_.max_model_len > 0) {
-    need_slots = std::min(need_slots, config_.max_model_len);
-    need_main = std::min(need_main, config_.max_model_len);
+    demand.num_tokens = std::min(demand.num_tokens, config_.max_model_len);
+    demand.num_tokens_main = std::min(demand.num_tokens_main, config_.max_model_len);
   }
   // Out-of-window blocks go first. [latest] only tokens already processed count: the
   // window of a step still in flight must stay readable.
@@ -592,16 +480,18 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
   }
   ++m.epoch;
 
-  static const std::vector<BlockId> kEmpty;
-  auto hit_of = [&](size_t g) -> std::span<const BlockId> {
-    return use_hit ? std::span<const BlockId>(m.hit_blocks[g]) : std::span<const BlockId>(kEmpty);
+  auto num_hit = [&](size_t g) -> int64_t {
+    return use_hit ? static_cast<int64_t>(m.hit_blocks[g].size()) : 0;
   };
-  // A Mamba hit on a state another request cached in this very step waits a step.
+  auto evictable = [&](size_t g) -> int64_t {
+    return use_hit ? NumEvictable(pool_, m.hit_blocks[g]) : 0;
+  };
+  // A hit on a state another request cached in this very step waits a step.
   if (use_hit && m.step_tracking && !m.cached_this_step.empty()) {
     const std::vector<BlockHash>& hashes = r.hasher.hashes();
     for (size_t g = 0; g < ng; ++g) {
       const auto& hb = m.hit_blocks[g];
-      if (config_.groups[g].kind != KvGroupKind::kMamba || hb.empty()) continue;
+      if (!m.policies[g]->defers_hits_cached_this_step() || hb.empty()) continue;
       const int64_t last = static_cast<int64_t>(hb.size()) * m.hash_ratio[g] - 1;
       if (m.CachedThisStep(hashes[static_cast<size_t>(last)], static_cast<int32_t>(g)))
         return false;
@@ -611,93 +501,33 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
   if (full_sequence_must_fit) {
     int64_t whole = r.hasher.num_tokens();
     if (config_.max_model_len > 0) whole = std::min(whole, config_.max_model_len);
+    const int64_t max_len = config_.max_model_len > 0 ? config_.max_model_len : whole;
+    const SlotDemand whole_demand{whole, whole, total_computed};
     int64_t need = 0;
     for (size_t g = 0; g < ng; ++g) {
-      const KvGroupConfig& gc = config_.groups[g];
-      int64_t cap = 0;
-      const int64_t mml = config_.max_model_len > 0 ? config_.max_model_len : whole;
-      if (gc.kind == KvGroupKind::kSlidingWindow)
-        cap = CeilDiv(std::min(gc.sliding_window - 1 + config_.max_num_batched_tokens, mml),
-                      gc.block_size) + 1;
-      else if (gc.kind == KvGroupKind::kChunkedLocal)
-        cap = CeilDiv(std::min(gc.attention_chunk_size + config_.max_num_batched_tokens, mml),
-                      gc.block_size);
-      need += BlocksToAllocate(gc, pool_, whole, whole, hit_of(g),
-                               static_cast<int64_t>(r.blocks[g].size()), r.mamba_allocated[g],
-                               total_computed, cap);
+      const KvGroupPolicy& p = *m.policies[g];
+      need += evictable(g) +
+              p.NumNewBlocks(whole_demand, num_hit(g), r.groups[g], p.MaxBlocksPerRequest(max_len));
     }
     if (need > free) return false;
   }
   int64_t need = 0;
-  for (size_t g = 0; g < ng; ++g) {
-    need += BlocksToAllocate(config_.groups[g], pool_, need_slots, need_main, hit_of(g),
-                             static_cast<int64_t>(r.blocks[g].size()), r.mamba_allocated[g],
-                             total_computed, 0);
-  }
+  for (size_t g = 0; g < ng; ++g)
+    need += evictable(g) + m.policies[g]->NumNewBlocks(demand, num_hit(g), r.groups[g], 0);
   if (need > free - reserved_blocks) return false;
 
   // 1. Touch every group's hit blocks, then 2. allocate group by group.
   if (use_hit) {
     for (size_t g = 0; g < ng; ++g) {
-      KVSIM_CHECK(r.blocks[g].empty());
+      GroupBlockTable& t = r.groups[g];
+      KVSIM_CHECK(t.blocks.empty());
       pool_.Touch(m.hit_blocks[g]);
-      r.blocks[g].assign(m.hit_blocks[g].begin(), m.hit_blocks[g].end());
-      r.num_cached[g] = static_cast<int64_t>(m.hit_blocks[g].size());
+      t.blocks.assign(m.hit_blocks[g].begin(), m.hit_blocks[g].end());
+      t.num_cached = static_cast<int64_t>(m.hit_blocks[g].size());
     }
     m.hit_handle = -1;
   }
-  for (size_t g = 0; g < ng; ++g) {
-    const KvGroupConfig& gc = config_.groups[g];
-    std::vector<BlockId>& blocks = r.blocks[g];
-    const int64_t prev = static_cast<int64_t>(blocks.size());
-    if (gc.kind == KvGroupKind::kMamba && gc.mamba_mode == MambaCacheMode::kAlign) {
-      const int64_t nspec = gc.num_speculative_blocks;
-      const int64_t required = CeilDiv(need_main, gc.block_size) + nspec;
-      if (required <= prev) continue;
-      const bool allocated = r.mamba_allocated[g] != 0;
-      if (allocated) {
-        r.mamba_last_state[g] = prev - 1 - nspec;
-      } else if (prev > 0) {
-        r.mamba_last_state[g] = prev - 1;  // the hit block holds the state we start from
-      }
-      const int64_t skipped_blocks = required - nspec - 1;
-      if (prev < skipped_blocks) blocks.resize(static_cast<size_t>(skipped_blocks), kNullBlock);
-      if (allocated) {
-        // Reuse the previous speculative blocks for this step.
-        for (int64_t i = prev - nspec; i < prev; ++i) {
-          if (i < skipped_blocks) {
-            blocks.push_back(blocks[static_cast<size_t>(i)]);
-            blocks[static_cast<size_t>(i)] = kNullBlock;
-          } else {
-            break;
-          }
-        }
-      }
-      const int64_t n = required - static_cast<int64_t>(blocks.size());
-      KVSIM_CHECK(n <= (allocated ? 1 : 1 + nspec));
-      if (n > 0) {
-        const size_t at = blocks.size();
-        blocks.resize(at + static_cast<size_t>(n));
-        KVSIM_CHECK(pool_.GetNewBlocks(n, blocks.data() + at));
-      }
-      r.mamba_allocated[g] = 1;
-      continue;
-    }
-    int64_t tokens = need_slots;
-    if (gc.kind == KvGroupKind::kMamba) tokens += gc.block_size * gc.num_speculative_blocks;
-    const int64_t required = CeilDiv(tokens, gc.block_size);
-    if (gc.kind != KvGroupKind::kFullAttention) {
-      const int64_t skipped_blocks = NumSkippedTokens(gc, total_computed) / gc.block_size;
-      if (prev < skipped_blocks && required > prev)
-        blocks.resize(static_cast<size_t>(std::min(skipped_blocks, required)), kNullBlock);
-    }
-    const int64_t n = required - static_cast<int64_t>(blocks.size());
-    if (n > 0) {
-      const size_t at = blocks.size();
-      blocks.resize(at + static_cast<size_t>(n));
-      KVSIM_CHECK(pool_.GetNewBlocks(n, blocks.data() + at));
-    }
-  }
+  for (size_t g = 0; g < ng; ++g) m.policies[g]->AllocateNewBlocks(demand, r.groups[g], pool_);
 
   // 3. Cache the newly full blocks (never beyond the request's real tokens); a load's
   // blocks wait until their contents have arrived.
@@ -714,33 +544,38 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
   int64_t to_cache = std::min(num_tokens, r.hasher.num_tokens());
   if (ng > 1) to_cache = to_cache / m.sched_block * m.sched_block;
   const std::vector<BlockHash>& hashes = r.hasher.hashes();
+  // The hit boundaries a sparse group must keep: the replay boundary and the junction.
+  const int64_t boundaries[2] = {r.num_prompt_tokens - 1, r.shared_prefix_boundary};
+  const std::span<const int64_t> bs(boundaries, r.shared_prefix_boundary > 0 ? 2 : 1);
   for (size_t g = 0; g < ng; ++g) {
-    const int64_t B = config_.groups[g].block_size;
+    const KvGroupPolicy& p = *m.policies[g];
+    GroupBlockTable& t = r.groups[g];
+    const int64_t B = p.block_size();
     const int64_t k = m.hash_ratio[g];
-    const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(r.blocks[g].size()));
-    const int64_t j0 = r.num_cached[g];
+    const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(t.blocks.size()));
+    const int64_t j0 = t.num_cached;
     if (nfull > j0) {
-      const bool dense = !m.sparse_retention || !RetentionMask(g, r, j0, nfull, m.mask);
-      if (m.step_tracking && config_.groups[g].kind == KvGroupKind::kMamba) {
+      const bool dense = !m.sparse_retention || !p.RetentionMask(j0, nfull, bs, m.mask);
+      if (m.step_tracking && p.defers_hits_cached_this_step()) {
         for (int64_t j = j0; j < nfull; ++j)
-          if (r.blocks[g][static_cast<size_t>(j)] != kNullBlock &&
+          if (t.blocks[static_cast<size_t>(j)] != kNullBlock &&
               (dense || m.mask[static_cast<size_t>(j - j0)]))
             m.cached_this_step.emplace_back(hashes[static_cast<size_t>((j + 1) * k - 1)],
                                             static_cast<int32_t>(g));
       }
       if (dense) {
-        pool_.CacheBlocks(r.blocks[g].data() + j0, hashes.data() + (j0 + 1) * k - 1, k,
-                          nfull - j0, static_cast<int32_t>(g));
+        pool_.CacheBlocks(t.blocks.data() + j0, hashes.data() + (j0 + 1) * k - 1, k, nfull - j0,
+                          static_cast<int32_t>(g));
       } else {
         // Blocks outside the mask are never hashed: they go back to the free queue
         // unhashed (to its head in latest) and no later hit can end on them.
         for (int64_t j = j0; j < nfull; ++j)
           if (m.mask[static_cast<size_t>(j - j0)])
-            pool_.CacheBlocks(r.blocks[g].data() + j, hashes.data() + (j + 1) * k - 1, k, 1,
+            pool_.CacheBlocks(t.blocks.data() + j, hashes.data() + (j + 1) * k - 1, k, 1,
                               static_cast<int32_t>(g));
       }
     }
-    r.num_cached[g] = std::max(r.num_cached[g], nfull);
+    t.num_cached = std::max(t.num_cached, nfull);
   }
 }
 
@@ -753,103 +588,49 @@ void KvCacheManager::Free(RequestHandle h) {
   Impl& m = *impl_;
   ++m.epoch;
   RequestState& r = m.reqs[static_cast<size_t>(h)];
-  for (size_t g = 0; g < config_.groups.size(); ++g) {
-    pool_.FreeBlocksReversed(r.blocks[g]);
-    r.blocks[g].clear();
-    r.num_cached[g] = 0;
-    r.mamba_allocated[g] = 0;
-    r.mamba_last_state[g] = -1;
+  for (GroupBlockTable& t : r.groups) {
+    pool_.FreeBlocksReversed(t.blocks);
+    t.blocks.clear();
+    t.num_cached = 0;
+    t.state_allocated = false;
+    t.last_state = -1;
   }
 }
 
 int64_t KvCacheManager::MambaAlignedSplit(RequestHandle h, int64_t num_computed_tokens,
                                           int64_t num_new_tokens, int64_t shared_prefix_tokens,
                                           int64_t chunk_limit) const {
-  if (!config_.has_mamba_align()) return num_new_tokens;
-  const RequestState& r = impl_->reqs[static_cast<size_t>(h)];
-  const int64_t ntok = r.hasher.num_tokens();
-  int64_t B = 0;
-  for (const auto& g : config_.groups)
-    if (g.kind == KvGroupKind::kMamba && g.mamba_mode == MambaCacheMode::kAlign) B = g.block_size;
-  if (config_.semantics == VllmSemantics::kLatest) {
-    const int64_t junction =
-        r.shared_prefix_boundary > 0 ? r.shared_prefix_boundary : shared_prefix_tokens;
-    return LatestMambaAlignedSplit(num_computed_tokens, num_new_tokens, ntok,
-                                   r.num_prompt_tokens, B, impl_->hash_block,
-                                   config_.hash_block_size > 0 && impl_->hash_block < B,
-                                   config_.use_eagle, junction, chunk_limit);
-  }
-  return ClassicMambaAlignedSplit(num_computed_tokens, num_new_tokens, ntok, r.num_prompt_tokens,
-                                  B, config_.use_eagle, chunk_limit);
-}
-
-int64_t ClassicMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t num_tokens,
-                                 int64_t num_prompt_tokens, int64_t B, bool use_eagle,
-                                 int64_t chunk_limit) {
-  if (num_tokens > num_prompt_tokens) return num_new_tokens;  // decoding: no split
-  int64_t n = num_new_tokens;
-  int64_t last = num_tokens - num_tokens % B;
-  if (use_eagle) last = std::max<int64_t>(last - B, 0);
-  const int64_t after = start + n;
-  if (after < last) {
-    // Round down to whole blocks, unless a block is more than a step can ever give (then
-    // the request would starve: keep the unaligned chunk).
-    const int64_t rounded = n / B * B;
-    if (rounded > 0 || B <= chunk_limit) n = rounded;
-  } else if (start < last && last < after) {
-    n = last - start;  // cache the last boundary
-  }
-  return n;
-}
-
-int64_t LatestMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t num_tokens,
-                                int64_t num_prompt_tokens, int64_t B, int64_t hash_block,
-                                bool partial_hits, bool use_eagle, int64_t junction,
-                                int64_t chunk_limit) {
-  // Only while prefilling (a resumed request replays its outputs as prefill too).
-  const int64_t prefill_end = std::max(num_prompt_tokens, num_tokens - 1);
-  if (start >= prefill_end) return num_new_tokens;
-  int64_t last_cacheable = num_tokens - num_tokens % B;
-  if (use_eagle) last_cacheable = std::max<int64_t>(last_cacheable - B, 0);
-  int64_t end = start + num_new_tokens;
-  if (end < prefill_end) {
-    // A state is written at each chunk end, so chunks that do not finish the prefill end on a
-    // block; when a block cannot fit in any chunk, move on sub-block and re-align at the next
-    // boundary reached (vLLM #51113).
-    const int64_t aligned_end = end / B * B;
-    if (aligned_end > start || B <= chunk_limit) end = aligned_end;
-  }
-  const int64_t next_block = (start / B + 1) * B;
-  const int64_t tail = partial_hits ? num_prompt_tokens / hash_block * hash_block : 0;
-  const int64_t stops[4] = {
-      start % B != 0 ? next_block : 0,
-      last_cacheable,
-      last_cacheable < tail && tail < num_prompt_tokens ? tail : 0,
-      start < junction && junction < end ? start + (junction - start) / B * B : 0,
-  };
-  int64_t stop = end;
-  for (int64_t s : stops)
-    if (start < s && s < stop) stop = s;
-  return std::max<int64_t>(stop - start, 0);
+  const Impl& m = *impl_;
+  if (m.chunk_aligner < 0) return num_new_tokens;
+  const RequestState& r = m.reqs[static_cast<size_t>(h)];
+  PrefillChunk c;
+  c.start = num_computed_tokens;
+  c.num_new_tokens = num_new_tokens;
+  c.num_tokens = r.hasher.num_tokens();
+  c.num_prompt_tokens = r.num_prompt_tokens;
+  c.junction = r.shared_prefix_boundary > 0 ? r.shared_prefix_boundary : shared_prefix_tokens;
+  c.chunk_limit = chunk_limit;
+  return m.policies[static_cast<size_t>(m.chunk_aligner)]->AlignPrefillChunk(c);
 }
 
 int64_t KvCacheManager::RemainingBlocks(RequestHandle h) const {
-  const RequestState& r = impl_->reqs[static_cast<size_t>(h)];
+  const Impl& m = *impl_;
+  const RequestState& r = m.reqs[static_cast<size_t>(h)];
   KVSIM_CHECK(r.live);
   int64_t whole = r.hasher.num_tokens();
   if (config_.max_model_len > 0) whole = std::min(whole, config_.max_model_len);
+  const SlotDemand demand{whole, whole, 0};
   int64_t need = 0;
   for (size_t g = 0; g < config_.groups.size(); ++g)
-    need += BlocksToAllocate(config_.groups[g], pool_, whole, whole, {},
-                             static_cast<int64_t>(r.blocks[g].size()), r.mamba_allocated[g] != 0,
-                             0, 0);
+    need += m.policies[g]->NumNewBlocks(demand, 0, r.groups[g], 0);
   return need;
 }
 
 int64_t KvCacheManager::BlocksNeededFresh(int64_t num_tokens) const {
+  const SlotDemand demand{num_tokens, num_tokens, 0};
+  const GroupBlockTable empty;
   int64_t need = 0;
-  for (const auto& g : config_.groups)
-    need += BlocksToAllocate(g, pool_, num_tokens, num_tokens, {}, 0, false, 0, 0);
+  for (const auto& p : impl_->policies) need += p->NumNewBlocks(demand, 0, empty, 0);
   return need;
 }
 
@@ -864,12 +645,12 @@ void KvCacheManager::CheckInvariants() const {
   std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
   for (const RequestState& r : m.reqs) {
     if (!r.live) {
-      for (const auto& v : r.blocks) KVSIM_CHECK(v.empty());
+      for (const GroupBlockTable& t : r.groups) KVSIM_CHECK(t.blocks.empty());
       continue;
     }
-    for (size_t g = 0; g < r.blocks.size(); ++g) {
-      KVSIM_CHECK(r.num_cached[g] >= 0);
-      for (BlockId b : r.blocks[g]) {
+    for (const GroupBlockTable& t : r.groups) {
+      KVSIM_CHECK(t.num_cached >= 0);
+      for (BlockId b : t.blocks) {
         KVSIM_CHECK(b >= 0 && b < pool_.num_blocks());
         if (b != kNullBlock) ++refs[static_cast<size_t>(b)];
       }

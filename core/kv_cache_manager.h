@@ -1,13 +1,16 @@
 // KvCacheManager: vLLM v1's prefix-caching KV cache manager (reference §5.3–5.6) — the
 // per-group-type managers (full attention, sliding window, chunked local, Mamba `align` and
-// `all`) behind the hybrid coordinator, over one shared BlockPool.
+// `all`) behind the hybrid coordinator, over one shared BlockPool. The rules of each group
+// type are its KvGroupPolicy (core/kv_group/); this class is the request table, the
+// coordinator's fixed point over the groups' hits, and the block-count math of
+// allocate_slots that is the same for every type.
 //
 // Who owns what
-//   - The manager owns the BlockPool, and a table of the requests it knows, addressed by a
-//     small integer RequestHandle (slots are reused; nothing is allocated per block in the
-//     steady state). Per request it keeps the block table of every group, how many of those
-//     blocks are cached, the chained block hashes of the request's tokens, and the Mamba
-//     `align` bookkeeping.
+//   - The manager owns the BlockPool, one policy per group, and a table of the requests it
+//     knows, addressed by a small integer RequestHandle (slots are reused; nothing is
+//     allocated per block in the steady state). Per request it keeps the block table of
+//     every group (GroupBlockTable: the blocks, how many are cached, the Mamba `align`
+//     bookkeeping) and the chained block hashes of the request's tokens.
 //   - The caller (the scheduler, or the replay driver) owns the request's *progress*:
 //     num_computed_tokens, status, queues, and the decision of what to schedule. It passes
 //     num_computed_tokens into every call instead of the manager mirroring it, so the two can
@@ -67,41 +70,22 @@
 
 #include "core/block_hash.h"
 #include "core/block_pool.h"
+#include "core/kv_group/kv_group_config.h"
 #include "core/page_planner.h"
 #include "core/status.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 
-enum class KvGroupKind : uint8_t { kFullAttention, kSlidingWindow, kChunkedLocal, kMamba };
-std::string_view KvGroupKindName(KvGroupKind k);
-
-// One KV cache group as the manager sees it (the page planner's KvCacheGroup reduced to what
-// allocation and hits depend on). MLA groups are full attention here.
-struct KvGroupConfig {
-  KvGroupKind kind = KvGroupKind::kFullAttention;
-  int64_t block_size = 16;
-  int64_t sliding_window = 0;        // kSlidingWindow: W
-  int64_t attention_chunk_size = 0;  // kChunkedLocal: C
-  MambaCacheMode mamba_mode = MambaCacheMode::kAlign;  // kMamba only
-  int64_t num_speculative_blocks = 0;                  // kMamba: extra state blocks (MTP)
-
-  bool SameSpec(const KvGroupConfig& o) const {
-    return kind == o.kind && block_size == o.block_size && sliding_window == o.sliding_window &&
-           attention_chunk_size == o.attention_chunk_size &&
-           (kind != KvGroupKind::kMamba ||
-            (mamba_mode == o.mamba_mode && num_speculative_blocks == o.num_speculative_blocks));
-  }
-};
-
 struct KvCacheManagerConfig {
-  std::vector<KvGroupConfig> groups;  // in vLLM's group order (group id = index)
-  int64_t num_blocks = 0;             // vLLM's num_gpu_blocks, including the null block
-  int64_t max_model_len = 0;          // 0 = unbounded
+  std::vector<KvGroupConfig> groups;      // in vLLM's group order (group id = index)
+  int64_t num_blocks = 0;                 // vLLM's num_gpu_blocks, including the null block
+  int64_t max_model_len = 0;              // 0 = unbounded
   int64_t max_num_batched_tokens = 8192;  // in-flight tokens for the SWA/chunked caps
   bool enable_caching = true;
-  bool use_eagle = false;             // EAGLE/MTP: drop the last hit block (§5.4)
+  bool use_eagle = false;  // EAGLE/MTP: drop the last hit block (§5.4)
   VllmSemantics semantics = VllmSemantics::kLatest;
-  int64_t hash_block_size = 0;        // 0 = derived as vLLM does (§5.1); > 0 = prefix_match_unit
+  int64_t hash_block_size = 0;  // 0 = derived as vLLM does (§5.1); > 0 = prefix_match_unit
   // CacheConfig.prefix_cache_retention_interval [latest]: kRetentionProfileDefault (0 in
   // latest, dense in classic), kRetentionDense (`null`: every reachable block), 0 (replay
   // boundary and junctions only) or k > 0 (also one checkpoint per k-token segment).
@@ -128,32 +112,9 @@ Result<KvCacheManagerConfig> KvCacheManagerConfigFromPlan(const KvCachePlan& pla
 // The replay shorthand: one full-attention group plus, unless `hybrid` is "" or "none", one
 // group of `mamba-align`, `mamba-all` or `swa:W`, all at `block_size`.
 Result<KvCacheManagerConfig> KvCacheManagerConfigFromHybrid(std::string_view hybrid,
-                                                            int64_t block_size,
-                                                            int64_t num_blocks);
+                                                            int64_t block_size, int64_t num_blocks);
 
 using RequestHandle = int32_t;
-
-// The classic snapshot's _mamba_block_aligned_split (reference §6) as a pure function: the
-// tokens a prefill chunk of `num_new_tokens` starting at `start` may schedule, for a request of
-// `num_tokens` known tokens (`num_prompt_tokens` of prompt) and Mamba block `B`. A chunk that
-// stays short of the last cacheable boundary is rounded down to whole blocks (kept unaligned
-// only when a block exceeds `chunk_limit`, the most a step can give one request); one that
-// crosses it stops there; decoding is never split. This is the only copy of the rule: the
-// manager applies it, and scheduler tests drive their fake allocator with it.
-int64_t ClassicMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t num_tokens,
-                                 int64_t num_prompt_tokens, int64_t B, bool use_eagle,
-                                 int64_t chunk_limit);
-
-// The latest snapshot's _mamba_block_aligned_split (step-log §9) as a pure function: the
-// tokens a prefill chunk of `num_new_tokens` starting at `start` may schedule, for a request
-// of `num_tokens` known tokens (`num_prompt_tokens` of prompt) and Mamba block `B`.
-// `partial_hits`: a finer prefix_match_unit (`hash_block`) is set, so the prompt's last hash
-// boundary is a stop. `junction`: the request's shared_prefix_boundary (0 = none).
-// `chunk_limit`: the most a step can give one request.
-int64_t LatestMambaAlignedSplit(int64_t start, int64_t num_new_tokens, int64_t num_tokens,
-                                int64_t num_prompt_tokens, int64_t B, int64_t hash_block,
-                                bool partial_hits, bool use_eagle, int64_t junction,
-                                int64_t chunk_limit);
 
 struct PrefixHit {
   int64_t num_tokens = 0;  // hit tokens: block-aligned (scheduler block), ≤ num_tokens − 1
@@ -263,9 +224,8 @@ class KvCacheManager {
   // has none, so callers may pass the hit's value or 0). It also applies to a resumed
   // request replaying its output tokens (start < max(prompt, num_tokens − 1)).
   // [classic] the junction argument is ignored.
-  int64_t MambaAlignedSplit(RequestHandle h, int64_t num_computed_tokens,
-                            int64_t num_new_tokens, int64_t shared_prefix_tokens,
-                            int64_t chunk_limit) const;
+  int64_t MambaAlignedSplit(RequestHandle h, int64_t num_computed_tokens, int64_t num_new_tokens,
+                            int64_t shared_prefix_tokens, int64_t chunk_limit) const;
 
   // ---- Queries -------------------------------------------------------------------------
   std::span<const BlockId> blocks(RequestHandle h, int group) const;
@@ -290,10 +250,6 @@ class KvCacheManager {
   struct RequestState;  // defined in the .cc
 
  private:
-  // [latest] the sparse-retention mask of group `g` over blocks [start, end) of request `r`;
-  // false when every block is to be cached.
-  bool RetentionMask(size_t g, const RequestState& r, int64_t start, int64_t end,
-                     std::vector<uint8_t>& mask) const;
   struct Impl;
   KvCacheManagerConfig config_;
   BlockPool pool_;

@@ -12,12 +12,14 @@
 // PR #35703 multiplies the page by pack_size.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/int_math.h"
 
 namespace kvsim {
 
@@ -111,5 +113,22 @@ struct KvCacheSpec {
 
   bool operator==(const KvCacheSpec&) const = default;
 };
+
+// The most blocks one request holds at once in a windowed layer (vLLM's
+// max_memory_usage_bytes / page, §1.2), for a sequence of `max_len` tokens with up to
+// `max_in_flight_tokens` scheduled in one step. The page planner sizes the pool with them and
+// the KV cache manager's group policies bound the whole-sequence admission check with them,
+// so the two can never disagree.
+// Sliding window W: the window before the oldest token in flight, the tokens in flight, and
+// one block for the window's misalignment.
+constexpr int64_t SlidingWindowMaxBlocks(int64_t window, int64_t block_size,
+                                         int64_t max_in_flight_tokens, int64_t max_len) {
+  return CeilDiv(std::min(window - 1 + max_in_flight_tokens, max_len), block_size) + 1;
+}
+// Chunked local attention C: one chunk and the tokens in flight.
+constexpr int64_t ChunkedLocalMaxBlocks(int64_t chunk, int64_t block_size,
+                                        int64_t max_in_flight_tokens, int64_t max_len) {
+  return CeilDiv(std::min(chunk + max_in_flight_tokens, max_len), block_size);
+}
 
 }  // namespace kvsim

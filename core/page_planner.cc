@@ -24,9 +24,6 @@ std::string_view AttentionBackendName(AttentionBackend b) {
   }
   return "?";
 }
-std::string_view VllmSemanticsName(VllmSemantics s) {
-  return s == VllmSemantics::kClassic ? "classic" : "latest";
-}
 
 namespace {
 
@@ -123,10 +120,10 @@ int64_t MaxBlocksPerRequest(const KvCacheSpec& spec, int64_t max_model_len,
     case LayerKind::kMla:
       return CeilDiv(max_model_len, b);
     case LayerKind::kSlidingWindow:
-      return CeilDiv(std::min(spec.sliding_window - 1 + max_in_flight_tokens, max_model_len), b) +
-             1;
+      return SlidingWindowMaxBlocks(spec.sliding_window, b, max_in_flight_tokens, max_model_len);
     case LayerKind::kChunkedLocal:
-      return CeilDiv(std::min(spec.attention_chunk_size + max_in_flight_tokens, max_model_len), b);
+      return ChunkedLocalMaxBlocks(spec.attention_chunk_size, b, max_in_flight_tokens,
+                                   max_model_len);
     case LayerKind::kMamba:
       switch (mode) {
         case MambaCacheMode::kAll: return CeilDiv(max_model_len, b) + spec.num_speculative_blocks;

@@ -24,17 +24,15 @@
 #include "core/kv_layout.h"
 #include "core/model_spec.h"
 #include "core/status.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 
 enum class MambaCacheMode : uint8_t { kNone, kAlign, kAll };
 enum class AttentionBackend : uint8_t { kFlashAttn, kFlashInfer, kTriton };
-// Which vLLM to mirror where the two snapshots differ (reference §0).
-enum class VllmSemantics : uint8_t { kClassic, kLatest };
 
 std::string_view MambaCacheModeName(MambaCacheMode m);
 std::string_view AttentionBackendName(AttentionBackend b);
-std::string_view VllmSemanticsName(VllmSemantics s);
 
 struct PlannerConfig {
   int64_t tp = 1;

@@ -13,6 +13,7 @@
 #include "apps/kvsim/commands.h"
 #include "core/kv_cache_manager.h"
 #include "core/offload/offload_config.h"
+#include "core/vllm_semantics.h"
 #include "sim/replay/replay.h"
 #include "sim/scenario/offload_section.h"
 #include "sim/scenario/scenario_loader.h"

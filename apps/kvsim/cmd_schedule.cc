@@ -12,6 +12,7 @@
 #include "apps/kvsim/commands.h"
 #include "core/kv_cache_manager.h"
 #include "core/offload/offload_config.h"
+#include "core/vllm_semantics.h"
 #include "sim/instance/step_clock.h"
 
 namespace kvsim::cli {

@@ -40,8 +40,8 @@
 
 #include "core/block_hash.h"
 #include "core/offload/cpu_offload_tier.h"
-#include "core/page_planner.h"  // VllmSemantics
 #include "core/status.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 

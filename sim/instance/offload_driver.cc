@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/vllm_semantics.h"
 #include "sim/instance/engine_instance.h"
 
 namespace kvsim {

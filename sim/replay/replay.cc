@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/int_math.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 namespace {

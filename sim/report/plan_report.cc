@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/int_math.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 

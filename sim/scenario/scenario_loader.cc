@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/vllm_semantics.h"
 #include "sim/embedded_data.h"
 #include "sim/scenario/cluster_sections.h"
 #include "sim/scenario/offload_section.h"

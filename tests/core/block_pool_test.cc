@@ -1,5 +1,7 @@
-// BlockPool: free-queue order in both semantics, duplicate keys, and a randomized
-// comparison of the open-addressing cache map against a simple reference model.
+// BlockPool: the eviction policy's placement rule, free-queue order in both semantics,
+// duplicate keys, and a randomized comparison of the open-addressing cache map against a
+// simple reference model. The map and the queue alone: block_hash_map_test.cc,
+// free_block_queue_test.cc.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
@@ -9,7 +11,11 @@
 #include <random>
 #include <vector>
 
+#include "core/block_eviction_policy.h"
+#include "core/block_hash_map.h"
 #include "core/block_pool.h"
+#include "core/free_block_queue.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 namespace {
@@ -30,6 +36,15 @@ TEST_CASE("Null block and initial queue", "[block_pool]") {
   CHECK_FALSE(p.GetNewBlocks(4, too.data()));  // only 3 free: nothing changes
   CHECK(p.FreeQueue() == Ids{3, 4, 5});
   p.CheckInvariants();
+}
+
+TEST_CASE("Eviction policy: where a released block joins the free queue", "[block_pool]") {
+  const VllmEvictionPolicy classic(VllmSemantics::kClassic);
+  const VllmEvictionPolicy latest(VllmSemantics::kLatest);
+  CHECK(classic.Placement(true) == FreeQueueEnd::kTail);
+  CHECK(classic.Placement(false) == FreeQueueEnd::kTail);
+  CHECK(latest.Placement(true) == FreeQueueEnd::kTail);
+  CHECK(latest.Placement(false) == FreeQueueEnd::kHead);
 }
 
 TEST_CASE("Freed blocks: classic → tail; latest → unhashed at head, hashed at tail",
@@ -186,6 +201,82 @@ TEST_CASE("Cache map equals a reference multimap at full load", "[block_pool][pr
   }
   p.CheckInvariants();
   CHECK(p.num_cached_blocks() > n / 2);  // the map really ran near its load limit
+}
+
+// A second pool built from the same parts, with its own record and a policy of its own: the
+// parts compose without BlockPool, and the policy alone decides the reuse order.
+struct EveryBlockToHead {  // LIFO: the block released last is reused first
+  FreeQueueEnd Placement(bool) const { return FreeQueueEnd::kHead; }
+};
+static_assert(BlockEvictionPolicy<EveryBlockToHead>);
+
+template <BlockEvictionPolicy Policy>
+class TinyPool {
+ public:
+  TinyPool(int64_t n, Policy policy)
+      : policy_(policy), rec_(static_cast<size_t>(n)), queue_(n), map_(n) {
+    for (BlockId b = 0; b < n; ++b) queue_.PushBack(rec_.data(), b);
+  }
+  BlockId Take() {
+    BlockId b;
+    queue_.PopFront(1, &b);
+    Rec& r = rec_[static_cast<size_t>(b)];
+    FreeBlockQueue::MarkTaken(r);
+    if (r.group >= 0) {
+      map_.Erase(rec_.data(), b);
+      r.group = -1;
+    }
+    return b;
+  }
+  void Cache(BlockId b, BlockHash h) {
+    rec_[static_cast<size_t>(b)].hash = h;
+    rec_[static_cast<size_t>(b)].group = 0;
+    map_.Insert(rec_.data(), b, h, 0);
+  }
+  void Release(BlockId b) {
+    if (policy_.Placement(rec_[static_cast<size_t>(b)].group >= 0) == FreeQueueEnd::kHead) {
+      queue_.PushFrontRun(rec_.data(), &b, 1);
+    } else {
+      queue_.PushBack(rec_.data(), b);
+    }
+  }
+  BlockId Lookup(BlockHash h) const { return map_.Find(h, 0); }
+  Ids Queue() const { return queue_.Snapshot(); }
+
+ private:
+  struct Rec {
+    uint64_t pos = FreeBlockQueue::kNotQueued;
+    BlockHash hash = 0;
+    int32_t group = -1;
+    BlockId dup_next = kNoBlock;
+  };
+  Policy policy_;
+  std::vector<Rec> rec_;
+  FreeBlockQueue queue_;
+  BlockHashMap map_;
+};
+
+TEST_CASE("The pool's parts compose into another pool with another policy", "[block_pool]") {
+  TinyPool<EveryBlockToHead> lifo(4, {});
+  CHECK(lifo.Take() == 0);
+  CHECK(lifo.Take() == 1);
+  lifo.Cache(1, 77);
+  lifo.Release(0);
+  lifo.Release(1);  // hashed, still to the head under this policy
+  CHECK(lifo.Queue() == Ids{1, 0, 2, 3});
+  CHECK(lifo.Lookup(77) == 1);
+  CHECK(lifo.Take() == 1);  // reused first: its hash is evicted
+  CHECK(lifo.Lookup(77) == kNoBlock);
+
+  // The same parts under vLLM's latest policy: the hashed block waits at the tail.
+  TinyPool<VllmEvictionPolicy> vllm(4, VllmEvictionPolicy(VllmSemantics::kLatest));
+  CHECK(vllm.Take() == 0);
+  CHECK(vllm.Take() == 1);
+  vllm.Cache(1, 77);
+  vllm.Release(0);
+  vllm.Release(1);
+  CHECK(vllm.Queue() == Ids{0, 2, 3, 1});
+  CHECK(vllm.Lookup(77) == 1);
 }
 
 }  // namespace

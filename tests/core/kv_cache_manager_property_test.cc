@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/kv_cache_manager.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 namespace {

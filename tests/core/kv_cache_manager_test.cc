@@ -9,8 +9,10 @@
 
 #include "core/int_math.h"
 #include "core/kv_cache_manager.h"
+#include "core/kv_group/chunked_local_policy.h"
+#include "core/kv_group/full_attention_policy.h"
+#include "core/kv_group/sliding_window_policy.h"
 #include "core/page_planner.h"
-#include "core/prefix_hit.h"
 
 namespace kvsim {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "core/offload/arc_policy.h"
 #include "core/offload/offload_connector.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 namespace {

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "core/kv_cache_manager.h"
-#include "core/sparse_retention.h"
+#include "core/kv_group/mamba_align_policy.h"
+#include "core/kv_group/sliding_window_policy.h"
+#include "core/vllm_semantics.h"
 
 namespace kvsim {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "core/int_math.h"
 #include "core/kv_cache_manager.h"
+#include "core/kv_group/mamba_align_policy.h"
 #include "sim/scheduler/i_kv_allocator.h"
 #include "sim/scheduler/scheduler.h"
 
@@ -26,8 +27,8 @@ class FakeKvAllocator : public IKvAllocator {
     const int64_t t = std::min(h, (r.num_tokens - 1) / block_size_ * block_size_);
     return {t, t};
   }
-  // The production Mamba `align` rule (classic, core/kv_cache_manager.h) when `mamba_align`
-  // is set, so scheduler tests exercise the one copy of it.
+  // The production Mamba `align` rule (classic, core/kv_group/mamba_align_policy.h) when
+  // `mamba_align` is set, so scheduler tests exercise the one copy of it.
   int64_t AlignChunk(const SimRequest& r, int64_t start, int64_t n, int64_t,
                      int64_t chunk_limit) override {
     if (!mamba_align) return n;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/vllm_semantics.h"
 #include "sim/replay/replay.h"
 #include "sim/trace/request_trace.h"
 

@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "core/vllm_semantics.h"
 #include "sim/embedded_data.h"
 #include "sim/replay/replay.h"
 #include "sim/trace/request_trace.h"

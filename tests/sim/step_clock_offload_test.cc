@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/offload/offload_config.h"
+#include "core/vllm_semantics.h"
 #include "sim/instance/step_clock.h"
 
 namespace kvsim {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/vllm_semantics.h"
 #include "sim/instance/step_clock.h"
 
 namespace kvsim {

@@ -1,0 +1,18 @@
+#include "core/kv_group/chunked_local_policy.h"
+
+#include "core/kv_cache_spec.h"
+
+namespace kvsim {
+
+int64_t ChunkedLocalPolicy::FindHit(int64_t max_length, const HitProbe& cached, const HitSink& put,
+                                    BlockId* buf) const {
+  return FindChunkedLocalHit(max_length, block_size(), group().attention_chunk_size, cached, put,
+                             buf);
+}
+
+int64_t ChunkedLocalPolicy::MaxBlocksPerRequest(int64_t max_len) const {
+  return ChunkedLocalMaxBlocks(group().attention_chunk_size, block_size(),
+                               context().max_num_batched_tokens, max_len);
+}
+
+}  // namespace kvsim
