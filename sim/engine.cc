@@ -280,7 +280,19 @@ void Engine::Launch() {
       }
     }
   }
-  const Tick dt = cost_.StepNanos();
+  const StepCost cost = cost_.Finish();
+  Tick dt = cost.total_ns;
+  if (async_ && back_to_back_) {
+    // Async scheduling: this step's CPU part (scheduling, input preparation) ran while the
+    // previous step's GPU part did; its GPU part starts once both are done
+    // (core/cost_model.h): max(previous GPU start + this CPU part, now).
+    const Tick gpu_start = std::max(now_, prev_gpu_start_ + cost.cpu_ns);
+    dt = std::max<Tick>(1, gpu_start - now_ + cost.gpu_ns);
+    prev_gpu_start_ = gpu_start;
+  } else {
+    prev_gpu_start_ = now_ + cost.cpu_ns;
+  }
+  back_to_back_ = false;
   metrics_.Computed(step_.num_scheduled_tokens);
   if (trace_) {
     trace_->Step(now_, now_ + dt, step_.num_scheduled_tokens,
@@ -375,6 +387,7 @@ void Engine::OnStepEnd() {
     std::swap(step_, next_);
     std::swap(step_record_, next_record_);
     if (!step_.empty()) {
+      back_to_back_ = true;  // decided while the previous step ran
       Launch();
       return;
     }

@@ -131,6 +131,10 @@ class Engine {
   bool schedule_pending_ = false;
   StepPlan step_;
   Tick step_start_ = 0;
+  // Async: where the running step's GPU part started, and whether the step being launched
+  // was decided while the previous one ran (its CPU part overlapped that GPU part).
+  Tick prev_gpu_start_ = 0;
+  bool back_to_back_ = false;
   Tick now_ = 0;
   Tick stop_at_ = -1;
   int64_t num_spec_ = 0;  // drafts per step (cache.num_speculative_tokens)

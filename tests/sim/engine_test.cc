@@ -314,6 +314,48 @@ TEST_CASE("engine: an overloaded queue holds recipes, not prompt ids") {
   CHECK(f.spec_bytes == 0);
 }
 
+// Async scheduling's timing (core/cost_model.h): a step decided while the previous one ran has
+// had its CPU part (here step_overhead_us = 748 µs, seq_overhead_us = 0, step_token_ns = 0, the
+// H100 preset) overlap that step's GPU part, so a back-to-back decode step lasts its GPU part
+// alone, 748 µs less than the same batch's step in sync mode (the GPU part exceeds 748 µs here).
+TEST_CASE("engine, async scheduling: a back-to-back step's CPU part hides behind the GPU") {
+  const char* one = R"(
+name: one
+seed: 1
+model: {preset: llama-3.1-8b}
+hardware: {preset: H100-SXM}
+cache: {block_size: 16, num_gpu_blocks: 2000}
+workload:
+  kind: shared_prefix
+  num_requests: 1
+  system_prompt: {tokens: 0, count: 1}
+  prompt_tokens: {dist: fixed, mean: 200}
+  output_tokens: {dist: fixed, mean: 12}
+)";
+  auto durations = [&](bool async) {
+    const Scenario sc = Load(one, {std::string("scheduler.async_scheduling=") +
+                                   (async ? "true" : "false")});
+    auto e = Engine::Create(sc);
+    REQUIRE(e.ok());
+    std::map<int64_t, int64_t> by_before;  // chunk start → step duration
+    const StepRecordSink sink = [&](const StepRecord& r) {
+      if (r.scheduled.size() == 1) by_before[r.scheduled[0].before] = r.t_end_ns - r.t_start_ns;
+    };
+    e.value()->SetStepLog(&sink);
+    e.value()->Run();
+    return by_before;
+  };
+  const auto sync = durations(false), async = durations(true);
+  REQUIRE(sync.size() == 12);  // the prefill and 11 decodes
+  int64_t checked = 0;
+  for (const auto& [before, dt] : async) {
+    if (before <= 200) continue;  // the prefill and the first decode follow no running step
+    CHECK(dt == sync.at(before) - 748'000);
+    ++checked;
+  }
+  CHECK(checked == 10);
+}
+
 TEST_CASE("engine: max_sim_seconds stops the run and counts the unfinished") {
   const Scenario sc = Load(kDense, {"run.max_sim_seconds=2"});
   auto e = RunScenario(sc);
