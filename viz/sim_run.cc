@@ -20,95 +20,6 @@ Status Bad(const std::string& msg) { return Status::Error("bad_flags", "schedule
 
 }  // namespace
 
-std::string ScheduleOptions::CommandLine() const {
-  const ScheduleOptions d;
-  std::string s = "kvsim schedule " + requests;
-  auto num = [&](const char* flag, int64_t v, int64_t def) {
-    if (v != def) s += fmt::format(" --{} {}", flag, v);
-  };
-  auto str = [&](const char* flag, const std::string& v, const std::string& def) {
-    if (v != def) s += fmt::format(" --{} {}", flag, v);
-  };
-  num("block-size", block_size, d.block_size);
-  s += fmt::format(" --num-gpu-blocks {}", num_gpu_blocks);
-  num("max-num-batched-tokens", max_num_batched_tokens, d.max_num_batched_tokens);
-  num("max-num-seqs", max_num_seqs, d.max_num_seqs);
-  str("policy", policy, d.policy);
-  if (async_scheduling) s += " --async-scheduling";
-  str("vllm-semantics", semantics, d.semantics);
-  num("num-cpu-blocks", num_cpu_blocks, d.num_cpu_blocks);
-  num("offload-block-size", offload_block_size, d.offload_block_size);
-  str("eviction-policy", eviction_policy, d.eviction_policy);
-  str("xfer-timing", xfer_timing, d.xfer_timing);
-  return s;
-}
-
-// The checks and messages of apps/kvsim/cmd_schedule.cc's BuildConfig, which the viewer cannot
-// call (apps/ is above viz/); the flags the viewer does not offer keep kvsim schedule's defaults.
-Result<StepClockConfig> MakeStepClockConfig(const ScheduleOptions& a) {
-  if (a.block_size <= 0 || a.block_size > (1 << 20))
-    return Bad("--block-size must be in [1, 2^20]");
-  if (a.num_gpu_blocks < 2) {
-    return Bad("--num-gpu-blocks must be at least 2 (block 0 is the null block)");
-  }
-  // Below kvsim schedule's 2^30: the viewer keeps a cell per block for every step it records.
-  if (a.num_gpu_blocks > (int64_t{1} << 24)) {
-    return Bad("--num-gpu-blocks must be below 2^24 in the viewer");
-  }
-  if (a.max_num_batched_tokens < 1) return Bad("--max-num-batched-tokens must be positive");
-  if (a.max_num_seqs < 1) return Bad("--max-num-seqs must be positive");
-  if (a.policy != "fcfs" && a.policy != "priority") return Bad("--policy must be fcfs or priority");
-  if (a.semantics != "classic" && a.semantics != "latest") {
-    return Bad("--vllm-semantics must be classic or latest");
-  }
-  if (a.eviction_policy != "lru" && a.eviction_policy != "arc") {
-    return Bad("--eviction-policy must be lru or arc");
-  }
-  if (a.xfer_timing != "instant" && a.xfer_timing != "next-step") {
-    return Bad("--xfer-timing must be instant or next-step");
-  }
-  auto kv = KvCacheManagerConfigFromHybrid("", a.block_size, a.num_gpu_blocks);
-  if (!kv.ok()) return kv.status();
-  StepClockConfig c;
-  c.kv = std::move(kv.value());
-  c.kv.enable_caching = true;
-  c.kv.semantics = a.semantics == "classic" ? VllmSemantics::kClassic : VllmSemantics::kLatest;
-  c.kv.max_num_batched_tokens = a.max_num_batched_tokens;
-  if (Status s = c.kv.Validate(); !s.ok()) return s;
-  SchedulerParams& p = c.sched;
-  p.max_num_batched_tokens = a.max_num_batched_tokens;
-  p.max_num_seqs = a.max_num_seqs;
-  p.max_model_len = int64_t{1} << 40;
-  p.enable_chunked_prefill = true;
-  p.policy = a.policy == "priority" ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
-  p.full_sequence_must_fit = true;
-  p.async_scheduling = a.async_scheduling;
-  if (a.num_cpu_blocks < 0) return Bad("--num-cpu-blocks must not be negative (0 = no CPU tier)");
-  if (a.num_cpu_blocks > (int64_t{1} << 24)) {
-    return Bad("--num-cpu-blocks must be below 2^24 in the viewer");
-  }
-  const bool tier_flags =
-      a.offload_block_size != 0 || a.eviction_policy != "lru" || a.xfer_timing != "instant";
-  if (a.num_cpu_blocks == 0) {
-    if (tier_flags) return Bad("the CPU-tier flags need --num-cpu-blocks N (N > 0)");
-    return c;
-  }
-  OffloadOptions o;
-  o.num_cpu_blocks = a.num_cpu_blocks;
-  o.offload_block_size = a.offload_block_size;
-  o.eviction_policy =
-      a.eviction_policy == "arc" ? CpuEvictionPolicyKind::kArc : CpuEvictionPolicyKind::kLru;
-  auto oc = MakeOffloadConnectorConfig(c.kv, o);
-  if (!oc.ok()) {
-    const std::string flag = oc.status().code() == kOffloadErrBlockSize ? "--offload-block-size"
-                             : oc.status().code() == kOffloadErrNumCpuBlocks ? "--num-cpu-blocks"
-                                                                             : "offloading";
-    return Bad(flag + ": " + oc.status().message());
-  }
-  c.offload = std::move(oc.value());
-  c.xfer_timing = a.xfer_timing == "next-step" ? XferTiming::kNextStep : XferTiming::kInstant;
-  return c;
-}
 
 std::string SimRun::holders_note() const {
   int64_t unknown = 0;
@@ -535,7 +446,7 @@ class SimRecorder {
 
 Result<std::unique_ptr<SimRun>> RunScheduleSimulation(const ScheduleOptions& options,
                                                       const SimRunLimits& limits) {
-  auto cfg = MakeStepClockConfig(options);
+  auto cfg = MakeStepClockConfig(options, kMaxViewerBlocks);
   if (!cfg.ok()) return cfg.status();
   if (options.requests.empty()) return Bad("no REQUESTS.jsonl given");
   auto requests = ReadStepRequests(options.requests, 0);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sim/instance/schedule_options.h"
 #include "sim/instance/step_clock.h"
 #include "sim/scenario_config.h"
 #include "viz/cell_history.h"
@@ -40,30 +41,11 @@
 
 namespace kvsim::viz {
 
-// `kvsim schedule`'s flags (apps/kvsim/cmd_schedule.cc), same names and defaults, except that
-// num_gpu_blocks has no default there.
-struct ScheduleOptions {
-  std::string requests;  // REQUESTS.jsonl
-  int64_t block_size = 16;
-  int64_t num_gpu_blocks = 0;
-  int64_t max_num_batched_tokens = 8192;
-  int64_t max_num_seqs = 256;
-  std::string policy = "fcfs";  // fcfs | priority
-  bool async_scheduling = false;
-  std::string semantics = "latest";  // classic | latest (--vllm-semantics)
-  // The CPU offloading tier; 0 CPU blocks = none.
-  int64_t num_cpu_blocks = 0;
-  int64_t offload_block_size = 0;       // 0 = the GPU block size
-  std::string eviction_policy = "lru";  // lru | arc
-  std::string xfer_timing = "instant";  // instant | next-step
-
-  // The equivalent `kvsim schedule` command line (flags at their defaults left out).
-  std::string CommandLine() const;
-  bool operator==(const ScheduleOptions&) const = default;
-};
-
-// The step clock's configuration for `o`, with cmd_schedule's checks and messages.
-Result<StepClockConfig> MakeStepClockConfig(const ScheduleOptions& o);
+// `kvsim schedule`'s flags and the step clock's configuration they make (shared with
+// apps/kvsim/cmd_schedule.cc); the viewer bounds the pools at 2^24 blocks (kMaxViewerBlocks),
+// since it keeps a cell per block for every step it records.
+using kvsim::ScheduleOptions;
+inline constexpr int64_t kMaxViewerBlocks = int64_t{1} << 24;
 
 // One GPU block at one step, packed in 32 bits: state (2 bits), a mark (1 bit: filled from the
 // CPU tier by a load this step's decision started), ref count (5 bits, saturating at 31) and

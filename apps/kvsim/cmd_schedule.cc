@@ -11,98 +11,22 @@
 
 #include "apps/kvsim/commands.h"
 #include "core/kv_cache_manager.h"
-#include "core/offload/offload_config.h"
 #include "core/vllm_semantics.h"
+#include "sim/instance/schedule_options.h"
 #include "sim/instance/step_clock.h"
 
 namespace kvsim::cli {
 namespace {
 
-struct ScheduleArgs {
-  std::string requests;
+// The command's inputs: the step clock's flags (sim/instance/schedule_options.h), the log and
+// the output mode.
+struct ScheduleArgs : ScheduleOptions {
   std::string step_log;
-  int64_t block_size = 16;
-  int64_t num_gpu_blocks = 0;
-  int64_t max_num_batched_tokens = 8192;
-  int64_t max_num_seqs = 256;
-  int64_t long_prefill_token_threshold = 0;
-  int64_t max_model_len = 0;
-  bool prefix_caching = true;
-  bool chunked_prefill = true;
-  bool async_scheduling = false;
-  bool reserve_full_isl = true;
-  std::string policy = "fcfs";
-  std::string semantics = "latest";
   bool json = false;
-  // The CPU offloading tier (step-log.md §8); 0 CPU blocks = none.
-  int64_t num_cpu_blocks = 0;
-  int64_t offload_block_size = 0;
-  std::string eviction_policy = "lru";
-  int64_t store_threshold = 0;
-  std::string xfer_timing = "instant";
 };
 
-Status Bad(const std::string& msg) { return Status::Error("bad_flags", "schedule: " + msg); }
-
-Result<StepClockConfig> BuildConfig(const ScheduleArgs& a) {
-  if (a.block_size <= 0 || a.block_size > (1 << 20)) return Bad("--block-size must be in [1, 2^20]");
-  if (a.num_gpu_blocks < 2) {
-    return Bad("--num-gpu-blocks must be at least 2 (block 0 is the null block)");
-  }
-  if (a.num_gpu_blocks > (int64_t{1} << 30)) return Bad("--num-gpu-blocks must be below 2^30");
-  if (a.max_num_batched_tokens < 1) return Bad("--max-num-batched-tokens must be positive");
-  if (a.max_num_seqs < 1) return Bad("--max-num-seqs must be positive");
-  if (a.long_prefill_token_threshold < 0) {
-    return Bad("--long-prefill-token-threshold must not be negative (0 = off)");
-  }
-  if (a.max_model_len < 0) return Bad("--max-model-len must not be negative (0 = no limit)");
-  auto kv = KvCacheManagerConfigFromHybrid("", a.block_size, a.num_gpu_blocks);
-  if (!kv.ok()) return kv.status();
-  StepClockConfig c;
-  c.kv = std::move(kv.value());
-  c.kv.enable_caching = a.prefix_caching;
-  c.kv.semantics = a.semantics == "classic" ? VllmSemantics::kClassic : VllmSemantics::kLatest;
-  c.kv.max_model_len = a.max_model_len;
-  c.kv.max_num_batched_tokens = a.max_num_batched_tokens;
-  if (Status s = c.kv.Validate(); !s.ok()) return s;
-  SchedulerParams& p = c.sched;
-  p.max_num_batched_tokens = a.max_num_batched_tokens;
-  p.max_num_seqs = a.max_num_seqs;
-  p.max_model_len = a.max_model_len > 0 ? a.max_model_len : int64_t{1} << 40;
-  p.long_prefill_token_threshold = a.long_prefill_token_threshold;
-  p.enable_chunked_prefill = a.chunked_prefill;
-  p.policy = a.policy == "priority" ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
-  p.full_sequence_must_fit = a.reserve_full_isl;
-  p.async_scheduling = a.async_scheduling;
-  if (a.num_cpu_blocks < 0) return Bad("--num-cpu-blocks must not be negative (0 = no CPU tier)");
-  if (a.num_cpu_blocks > (int64_t{1} << 30)) return Bad("--num-cpu-blocks must be below 2^30");
-  const bool tier_flags = a.offload_block_size != 0 || a.eviction_policy != "lru" ||
-                          a.store_threshold != 0 || a.xfer_timing != "instant";
-  if (a.num_cpu_blocks == 0) {
-    if (tier_flags) return Bad("the CPU-tier flags need --num-cpu-blocks N (N > 0)");
-    return c;
-  }
-  if (a.store_threshold < 0) return Bad("--store-threshold must not be negative");
-  OffloadOptions o;
-  o.num_cpu_blocks = a.num_cpu_blocks;
-  o.offload_block_size = a.offload_block_size;
-  o.eviction_policy =
-      a.eviction_policy == "arc" ? CpuEvictionPolicyKind::kArc : CpuEvictionPolicyKind::kLru;
-  o.store_threshold = a.store_threshold;
-  auto oc = MakeOffloadConnectorConfig(c.kv, o);
-  if (!oc.ok()) {
-    const std::string flag = oc.status().code() == kOffloadErrBlockSize ? "--offload-block-size"
-                             : oc.status().code() == kOffloadErrNumCpuBlocks ? "--num-cpu-blocks"
-                                                                             : "offloading";
-    return Bad(flag + ": " + oc.status().message());
-  }
-  c.offload = std::move(oc.value());
-  c.xfer_timing = a.xfer_timing == "next-step" ? XferTiming::kNextStep : XferTiming::kInstant;
-  return c;
-}
-
 void RunSchedule(const ScheduleArgs& a) {
-  auto cfg = BuildConfig(a);
+  auto cfg = MakeStepClockConfig(a);
   if (!cfg.ok()) {
     ReportError(cfg.status(), a.json);
     return;
