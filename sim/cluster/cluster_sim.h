@@ -16,8 +16,9 @@
 // usable on D: waiting for decode blocks, re-layouts, posting, wire, latency) + first decode
 // (→ first token on D). The four parts add up exactly (tested).
 //
-// Each instance is the scheduler (sim/scheduler) over its own KvCacheManager (core) with
-// the pool's plan, priced by the pool's CostModel. ClusterSim owns the instances, the flow
+// Each instance is an EngineInstance (sim/instance/engine_instance.h) in its role (prefill
+// or decode): the scheduler (sim/scheduler) over its own KvCacheManager (core) with the
+// pool's plan, priced by the pool's CostModel. ClusterSim owns the instances, the flow
 // network, the routers and the workload; everything is deterministic for a scenario + seed.
 // Deviations from vLLM, on purpose: decode-side blocks are reserved outside the scheduler's
 // token budget (vLLM admits WAITING_FOR_REMOTE_KVS requests through the waiting queue) and
@@ -138,6 +139,8 @@ class ClusterSim {
   void Push(Tick t, EventKind kind, int64_t a);
   void PullOpenLoop();
   void OnArrival(int64_t id);
+  void OnSchedule(int inst);  // a decision on instance `inst`; a non-empty one starts a step
+  void OnStepEnd(int inst);
   void OnPrefillDone(int p, int64_t id);
   void TryReserve(int d);
   void OnWireStart(int64_t id);
@@ -178,7 +181,6 @@ class ClusterSim {
   Tick last_finish_ = 0;
   int64_t hash_block_ = 16;
   double flow_cap_ = 0;  // bytes per ns; 0 = none
-  std::vector<TokenId> token_buf_;  // one request's new output tokens (reused every step)
   std::vector<TokenId> prompt_buf_;  // PromptOf
   std::vector<RequestSpec> follow_buf_;
   TraceRecorder* trace_ = nullptr;
