@@ -151,8 +151,30 @@ Status ClusterSim::Init() {
   return Status::Ok();
 }
 
-void ClusterSim::Push(Tick t, EventKind kind, int64_t a) {
-  queue_.Push(t, kind, static_cast<uint64_t>(a));
+namespace {
+
+bool IsInstanceEvent(EventKind k) { return k == EventKind::kSchedule || k == EventKind::kStepEnd; }
+
+}  // namespace
+
+void ClusterSim::Push(Tick t, EventKind kind, InstanceEvent e) {
+  KVSIM_CHECK(IsInstanceEvent(kind) && e.instance >= 0);
+  queue_.Push(t, kind, static_cast<uint64_t>(e.instance));
+}
+
+void ClusterSim::Push(Tick t, EventKind kind, RequestEvent e) {
+  KVSIM_CHECK(!IsInstanceEvent(kind) && e.id >= 0);
+  queue_.Push(t, kind, static_cast<uint64_t>(e.id));
+}
+
+ClusterSim::InstanceEvent ClusterSim::InstanceOf(const Event& e) {
+  KVSIM_CHECK(IsInstanceEvent(e.kind));
+  return {static_cast<int>(e.payload)};
+}
+
+ClusterSim::RequestEvent ClusterSim::RequestOf(const Event& e) {
+  KVSIM_CHECK(!IsInstanceEvent(e.kind));
+  return {static_cast<RequestId>(e.payload)};
 }
 
 void ClusterSim::PullOpenLoop() {
@@ -168,15 +190,15 @@ void ClusterSim::PullOpenLoop() {
   const Tick t =
       std::max(now_, next->arrival + inst_[0]->cost.IntakeNanos(next->num_prompt_tokens));
   specs_[id] = std::move(*next);
-  // Open-loop arrivals carry a flag so that handling one pulls the next.
-  Push(t, EventKind::kArrival, id | (int64_t{1} << 62));
+  open_loop_next_ = id;
+  Push(t, EventKind::kArrival, RequestEvent{id});
 }
 
 void ClusterSim::RequestSchedule(int i) {
   Instance& in = *inst_[static_cast<size_t>(i)];
   if (in.inst.step_in_flight() || in.schedule_pending) return;
   in.schedule_pending = true;
-  Push(now_, EventKind::kSchedule, i);
+  Push(now_, EventKind::kSchedule, InstanceEvent{i});
 }
 
 const std::vector<TokenId>& ClusterSim::PromptOf(const RequestSpec& spec) {
@@ -238,25 +260,26 @@ void ClusterSim::Run() {
       continue;
     }
     const Event e = *queue_.Pop();
-    const int64_t target = static_cast<int64_t>(e.payload);  // instance or request id
     switch (e.kind) {
       case EventKind::kArrival: {
-        const bool open = (target >> 62) != 0;
-        OnArrival(target & ~(int64_t{1} << 62));
+        const RequestId id = RequestOf(e).id;
+        const bool open = open_loop_next_ == id;
+        if (open) open_loop_next_.reset();
+        OnArrival(id);
         if (open) PullOpenLoop();
         break;
       }
       case EventKind::kSchedule:
-        OnSchedule(static_cast<int>(target));
+        OnSchedule(InstanceOf(e).instance);
         break;
       case EventKind::kStepEnd:
-        OnStepEnd(static_cast<int>(target));
+        OnStepEnd(InstanceOf(e).instance);
         break;
       case EventKind::kWireStart:
-        OnWireStart(target);
+        OnWireStart(RequestOf(e).id);
         break;
       case EventKind::kKvReady:
-        OnKvReady(target);
+        OnKvReady(RequestOf(e).id);
         break;
     }
   }
@@ -302,7 +325,7 @@ void ClusterSim::OnSchedule(int i) {
   in.step_start = now_;
   ++in.steps;
   in.Integrate(now_);
-  Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, i);
+  Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, InstanceEvent{i});
 }
 
 void ClusterSim::OnStepEnd(int i) {
@@ -494,7 +517,7 @@ void ClusterSim::TryReserve(int d) {
     const Tick save = tm.SaveRelayoutNs(t.cost);
     const Tick post = tm.PostingNs(t.cost);
     t.post_end = now_ + save + post;
-    Push(tm.overlap_posting ? now_ + save : t.post_end, EventKind::kWireStart, id);
+    Push(tm.overlap_posting ? now_ + save : t.post_end, EventKind::kWireStart, RequestEvent{id});
   }
 }
 
@@ -525,7 +548,8 @@ void ClusterSim::OnWireEnd(int64_t flow) {
   const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
   const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
   const Tick delivered = std::max(now_, tm.overlap_posting ? t.post_end : now_);
-  Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), EventKind::kKvReady, id);
+  Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), EventKind::kKvReady,
+       RequestEvent{id});
 }
 
 void ClusterSim::OnKvReady(int64_t id) {
@@ -564,7 +588,7 @@ void ClusterSim::EndForWorkload(int64_t id, int64_t output_tokens) {
     const int64_t fid = f.id;
     const Tick at = f.arrival + inst_[0]->cost.IntakeNanos(f.num_prompt_tokens);
     specs_[fid] = std::move(f);
-    Push(at, EventKind::kArrival, fid);
+    Push(at, EventKind::kArrival, RequestEvent{fid});
   }
 }
 

@@ -135,8 +135,19 @@ class ClusterSim {
 
   ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload);
   Status Init();
-  // Events carry an instance index (global) or a request id.
-  void Push(Tick t, EventKind kind, int64_t a);
+  // Typed event payloads. An Event (sim/event.h) carries one integer; these are the only
+  // code that writes or reads it, and no bit of it has a second meaning (an open-loop
+  // arrival is known by its id: open_loop_next_).
+  struct InstanceEvent {  // kSchedule, kStepEnd
+    int instance = 0;     // global index: prefill instances, then decode instances
+  };
+  struct RequestEvent {  // kArrival, kWireStart, kKvReady
+    RequestId id = 0;
+  };
+  void Push(Tick t, EventKind kind, InstanceEvent e);
+  void Push(Tick t, EventKind kind, RequestEvent e);
+  static InstanceEvent InstanceOf(const Event& e);
+  static RequestEvent RequestOf(const Event& e);
   void PullOpenLoop();
   void OnArrival(int64_t id);
   void OnSchedule(int inst);  // a decision on instance `inst`; a non-empty one starts a step
@@ -175,6 +186,9 @@ class ClusterSim {
   std::map<int64_t, int64_t> flow_to_request_;
   std::vector<PdRecord> records_;
   bool open_loop_done_ = false;
+  // The open-loop arrival in the queue, if any. Open-loop requests enter one at a time, in
+  // send order: when this one enters, the next is pulled.
+  std::optional<RequestId> open_loop_next_;
   Tick now_ = 0;
   Tick stop_at_ = -1;
   Tick first_arrival_ = -1;
