@@ -20,7 +20,7 @@ namespace kvsim {
 // One engine instance of a pool: an EngineInstance (scheduler state over its own KV cache
 // manager, sim/instance/engine_instance.h) in its role, priced by the pool's own cost model.
 // The cluster drives it (it has no clock of its own) and keeps what only the cluster reads:
-// the requests it owns, its acceptance stream and its counters.
+// the requests it owns and its counters.
 class ClusterSim::Instance {
  public:
   // A request on this instance. The instance's scheduler sees its SimRequest base, so a
@@ -36,10 +36,12 @@ class ClusterSim::Instance {
         index(pool_index),
         sc(pool),
         cost(pool.model, plan, pool.sim.hardware),
-        usable_blocks(plan.usable_blocks()),
-        num_spec(DraftsOf(role, pool)),
-        accept_rng(Rng(seed).Fork(0x5bec00 + static_cast<uint64_t>(pool_index) +
-                                  (role == InstanceRole::kPrefill ? 0 : 0x1000))) {}
+        usable_blocks(plan.usable_blocks()) {
+    // Each instance has its own acceptance stream.
+    inst.set_drafts(DraftsOf(role, pool), pool.sim.spec.acceptance_rate,
+                    Rng(seed).Fork(0x5bec00 + static_cast<uint64_t>(pool_index) +
+                                   (role == InstanceRole::kPrefill ? 0 : 0x1000)));
+  }
 
   // The prefill pool never decodes, so it never drafts.
   static int64_t DraftsOf(InstanceRole role, const Scenario& pool) {
@@ -66,8 +68,6 @@ class ClusterSim::Instance {
   Tick step_start = 0;
   std::map<int64_t, std::unique_ptr<Live>> live;
   int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
-  int64_t num_spec = 0;
-  Rng accept_rng;
   double usage_area = 0, usage_max = 0, last_usage = 0;
   Tick last_tick = 0;
   int64_t steps = 0, preemptions = 0, requests = 0;
@@ -342,30 +342,17 @@ void ClusterSim::OnStepEnd(int i) {
   const Tick seen = now_ + in.cost.OutputNanos(emitting);
   in.finished.clear();
   in.inst.EndStep(
-      [&](SimRequest& r, const ScheduledChunk& c, int64_t, std::vector<TokenId>& tokens) {
-        if (in.prefill()) {
-          // The one token vLLM's prefill instance samples; the proxy discards it.
-          tokens.push_back(0);
-          return;
-        }
-        const int64_t accepted =
-            VerifyDrafts(r, c.num_spec_tokens, in.sc.sim.spec.acceptance_rate, in.accept_rng);
-        const int64_t gen =
-            std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
-        Instance::Live& lv = Instance::LiveOf(r);
-        PdRecord& rec = records_[static_cast<size_t>(r.id)];
-        if (rec.first_token < 0) rec.first_token = seen;
-        lv.last_emit = seen;
+      [&](SimRequest& r, const ScheduledChunk&, int64_t n, std::vector<TokenId>& tokens) {
         const RequestSpec& spec = specs_.at(r.id);
-        for (int64_t k = 0; k < gen; ++k) {
+        for (int64_t k = 0; k < n; ++k) {
           tokens.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
         }
-        r.num_spec_tokens = 0;
-        if (in.num_spec > 0) {
-          // Next step's drafts, from the output count these tokens bring (NextStepDrafts).
-          const int64_t left = r.max_output_tokens - r.num_output_tokens - gen;
-          r.num_spec_tokens = std::max<int64_t>(0, std::min<int64_t>(in.num_spec, left - 1));
-        }
+        // A prefill instance's one token is sampled and discarded (the proxy asked for it
+        // only to run the prompt): the user sees tokens from the decoder.
+        if (in.prefill()) return;
+        PdRecord& rec = records_[static_cast<size_t>(r.id)];
+        if (rec.first_token < 0) rec.first_token = seen;
+        Instance::LiveOf(r).last_emit = seen;
       },
       in.finished);
   for (SimRequest* r : in.finished) {

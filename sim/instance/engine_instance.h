@@ -25,9 +25,10 @@
 //   ResumeWithKv(r)       decode: the transferred KV is usable; r joins RUNNING with every
 //                         prompt token but the last computed (vLLM replays it for logits)
 //   BeginStep()           one decision into step(); the step is in flight when non-empty
-//   EndStep(emit, done)   the step's tokens are applied; finished requests leave RUNNING and
-//                         free their blocks, except on a prefill instance, where they keep
-//                         them until Release(r) (the decoder has read them)
+//   EndStep(emit, done)   drafts verified (set_drafts), the step's tokens applied, the next
+//                         step's drafts set; finished requests leave RUNNING and free their
+//                         blocks, except on a prefill instance, where they keep them until
+//                         Release(r) (the decoder has read them)
 // Blocks held for a transfer (a prefill's finished prompts, a decoder's reservations) come
 // back without this instance running a step.
 #pragma once
@@ -41,8 +42,10 @@
 
 #include "core/check.h"
 #include "core/kv_cache_manager.h"
+#include "sim/engine_common.h"
 #include "sim/kv_adapter.h"
 #include "sim/scheduler/scheduler.h"
+#include "sim/workload/rng.h"
 
 namespace kvsim {
 
@@ -234,10 +237,22 @@ class EngineInstance {
     return step_in_flight_;
   }
 
-  // Ends the step in flight: `emit` fills each sampling chunk's tokens (as ApplyTokens; its
-  // third argument is the number of tokens the step produced for the chunk), finished
-  // requests are appended to `finished` in scheduled order and leave RUNNING. They free
-  // their blocks, except on a prefill instance: there the KV waits for Release(r).
+  // Speculative decoding: every decode step of a running request carries
+  // `num_speculative_tokens` drafts (none past its max_output_tokens), each accepted with
+  // `acceptance_rate`, drawn from `rng`. Without a call, the instance never drafts.
+  void set_drafts(int64_t num_speculative_tokens, double acceptance_rate, Rng rng) {
+    num_spec_ = num_speculative_tokens;
+    acceptance_rate_ = acceptance_rate;
+    accept_rng_ = rng;
+  }
+
+  // Ends the step in flight. For each chunk that samples, in scheduled order: its drafts
+  // are verified (only a chunk that carries drafts draws from the acceptance stream; the
+  // rejected ones are rolled back), then `emit(SimRequest&, const ScheduledChunk&, int64_t n,
+  // std::vector<TokenId>& tokens)` fills the n tokens the step produced for it (1 + accepted
+  // drafts, capped at max_output_tokens). Requests still running get the next step's drafts.
+  // Finished requests are appended to `finished` in scheduled order and leave RUNNING; they
+  // free their blocks, except on a prefill instance: there the KV waits for Release(r).
   template <class Emit>
   void EndStep(Emit&& emit, std::vector<SimRequest*>& finished) {
     KVSIM_CHECK(step_in_flight_);
@@ -246,9 +261,25 @@ class EngineInstance {
     ApplyTokens(
         step_,
         [&](SimRequest& r, const ScheduledChunk& c, std::vector<TokenId>& tokens) {
-          emit(r, c, int64_t{1}, tokens);
+          int64_t accepted = 0;
+          if (c.num_spec_tokens > 0) {
+            accepted = VerifyDrafts(r, c.num_spec_tokens, acceptance_rate_, accept_rng_);
+            drafts_scheduled_ += c.num_spec_tokens;
+            drafts_accepted_ += accepted;
+          }
+          emit(r, c, std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens),
+               tokens);
+          r.num_spec_tokens = 0;
         },
         finished);
+    if (num_spec_ > 0) {
+      for (const ScheduledChunk& c : step_.scheduled) {
+        SimRequest& r = *c.req;
+        if (c.samples && r.status != RequestStatus::kFinished) {
+          r.num_spec_tokens = NextStepDrafts(r, num_spec_);
+        }
+      }
+    }
     const auto done = std::span<SimRequest* const>(finished).subspan(first);
     if (role_ == InstanceRole::kPrefill) {
       HoldFinished(done);
@@ -277,6 +308,9 @@ class EngineInstance {
   int64_t num_held() const { return held_; }
   // Blocks that will come back without this instance running a step.
   bool holds_for_transfers() const { return held_ > 0 || reserved_ > 0; }
+  // Drafts verified by EndStep so far, and how many of them were accepted.
+  int64_t drafts_scheduled() const { return drafts_scheduled_; }
+  int64_t drafts_accepted() const { return drafts_accepted_; }
 
   const SchedulerState& state() const { return state_; }
   const SchedulerParams& params() const { return params_; }
@@ -310,6 +344,10 @@ class EngineInstance {
   std::deque<SimRequest*> incoming_;
   int64_t reserved_ = 0;
   int64_t held_ = 0;  // prefill: finished, KV not read by a decoder yet
+  int64_t num_spec_ = 0;  // drafts per decode step (set_drafts)
+  double acceptance_rate_ = 0;
+  Rng accept_rng_{0};
+  int64_t drafts_scheduled_ = 0, drafts_accepted_ = 0;
 };
 
 }  // namespace kvsim

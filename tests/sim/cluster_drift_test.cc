@@ -9,6 +9,7 @@
 
 #include "sim/cluster/cluster_sim.h"
 #include "sim/config/config_tree.h"
+#include "sim/engine.h"
 #include "sim/scenario/scenario_loader.h"
 #include "tests/sim/cluster_test_workload.h"
 
@@ -90,6 +91,47 @@ TEST_CASE("cluster drift: open-loop arrivals enter one at a time; follow-ups nev
   CHECK(recs[3].arrival > recs[2].kv_ready);
   CHECK(recs[3].arrival < 10 * kTicksPerSecond);
   CHECK(recs[1].arrival == 10 * kTicksPerSecond);
+}
+
+// One 100-token prompt, 6 outputs, 2 drafts per decode step. The step that produces the
+// first token carries no drafts (the Engine's prefill step; the decoder's replay of the last
+// prompt token), so it verifies nothing; every later step carries min(2, 6 - outputs - 1).
+//   acceptance 1: 1 token, then 1 + 2 (outputs 4), then 1 + 1 (outputs 6): 3 steps,
+//                 3 drafts, all accepted;
+//   acceptance 0: one token per step, drafts 2, 2, 2, 1, 0: 6 steps, 7 drafts, none accepted.
+TEST_CASE("cluster drift: drafts are verified only where a step carries them, as the Engine") {
+  struct Case {
+    const char* rate;
+    int64_t steps;
+  };
+  for (const Case& k : {Case{"1.0", 3}, Case{"0.0", 6}}) {
+    INFO("acceptance " << k.rate);
+    const std::vector<std::string> sets = {"cache.num_speculative_tokens=2",
+                                           std::string("spec.acceptance_rate=") + k.rate};
+    ScriptedWorkload* wl = nullptr;
+    auto sim = RunCluster(Load(Yaml(), sets), &wl, {{0, 100, 6, 1}});
+    const ClusterSummary s = sim->Summary();
+    CHECK(s.finished == 1);
+    CHECK(sim->records()[0].output_tokens == 6);
+    CHECK(s.prefill_pool.steps == 1);
+    CHECK(s.decode_pool.steps == k.steps);
+
+    // The same request on one colocated engine takes as many steps.
+    std::vector<std::string> engine_sets = sets;
+    for (const char* e : {"cluster=null", "workload.system_prompt.tokens=0",
+                          "workload.prompt_tokens={dist: fixed, mean: 100}",
+                          "workload.output_tokens={dist: fixed, mean: 6}"}) {
+      engine_sets.push_back(e);
+    }
+    auto engine = Engine::Create(Load(Yaml(), engine_sets));
+    INFO(engine.status().ToString());
+    REQUIRE(engine.ok());
+    engine.value()->Run();
+    const RunSummary es = engine.value()->Summary();
+    CHECK(es.requests_finished == 1);
+    CHECK(es.output_tokens == 6);
+    CHECK(es.steps == k.steps);
+  }
 }
 
 }  // namespace
