@@ -1,0 +1,122 @@
+// EngineInstance in the roles a P/D cluster gives it (sim/instance/engine_instance.h): the
+// decoder's FIFO reservations and resume with transferred KV, and the prefill instance's
+// held prompts. Hand-worked block counts
+// on a 16-token, 20-block pool (19 usable: block 0 is the null block).
+#include <catch2/catch_test_macros.hpp>
+#include <numeric>
+#include <vector>
+
+#include "sim/instance/engine_instance.h"
+
+namespace kvsim {
+namespace {
+
+std::vector<TokenId> Range(TokenId first, int n) {
+  std::vector<TokenId> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+KvCacheManagerConfig FullAttention(int64_t num_blocks) {
+  KvCacheManagerConfig c;
+  c.groups.push_back({KvGroupKind::kFullAttention, 16});
+  c.num_blocks = num_blocks;
+  return c;
+}
+
+SchedulerParams Params() {
+  SchedulerParams p;
+  p.max_num_batched_tokens = 512;
+  p.max_num_seqs = 8;
+  return p;
+}
+
+SimRequest Request(RequestId id, int64_t max_output_tokens) {
+  SimRequest r;
+  r.id = id;
+  r.max_output_tokens = max_output_tokens;
+  return r;
+}
+
+// Ends the step in flight, emitting `n` copies of token 7 for each sampling chunk.
+std::vector<SimRequest*> End(EngineInstance& inst) {
+  std::vector<SimRequest*> finished;
+  inst.EndStep(
+      [](SimRequest&, const ScheduledChunk&, int64_t n, std::vector<TokenId>& tokens) {
+        tokens.assign(static_cast<size_t>(n), 7);
+      },
+      finished);
+  return finished;
+}
+
+TEST_CASE("decode instance: FIFO reservations, resume with prompt - 1 computed, own hits") {
+  EngineInstance inst(FullAttention(20), Params(), InstanceRole::kDecode);
+  SimRequest x = Request(0, 2), y = Request(1, 1), z = Request(2, 1);
+  inst.Admit(&x, Range(0, 100));     // 7 blocks
+  inst.Admit(&y, Range(1000, 200));  // 13 blocks
+  CHECK(x.status == RequestStatus::kWaitingForRemoteKvs);
+  CHECK(inst.num_incoming_waiting() == 2);
+  CHECK(inst.idle());  // nothing the scheduler may run yet
+
+  CHECK(inst.ReserveIncoming() == &x);
+  CHECK(x.num_cached_tokens == 0);
+  CHECK(inst.kv().num_free_blocks() == 12);
+  CHECK(inst.ReserveIncoming() == nullptr);  // Y needs 13 of 12: it waits, head of line
+  CHECK(inst.holds_for_transfers());
+
+  inst.ResumeWithKv(&x);
+  CHECK_FALSE(inst.holds_for_transfers());
+  CHECK(x.num_computed_tokens == 99);
+  CHECK(inst.state().running == std::vector<SimRequest*>{&x});
+
+  // Step 1 replays the last prompt token and samples the first output; step 2 the second.
+  REQUIRE(inst.BeginStep());
+  REQUIRE(inst.step().scheduled.size() == 1);
+  CHECK(inst.step().scheduled[0].num_tokens == 1);
+  CHECK(inst.step().scheduled[0].samples);
+  CHECK(End(inst).empty());
+  CHECK(x.num_output_tokens == 1);
+  REQUIRE(inst.BeginStep());
+  CHECK(End(inst) == std::vector<SimRequest*>{&x});
+  CHECK(x.num_output_tokens == 2);
+  CHECK(inst.kv().num_free_blocks() == 19);  // freed; its 6 full blocks stay cached
+
+  // Y takes the 13 blocks no cached prefix is in (12 never used, X's partial last block).
+  CHECK(inst.ReserveIncoming() == &y);
+  CHECK(inst.kv().num_free_blocks() == 6);
+  inst.ResumeWithKv(&y);
+  REQUIRE(inst.BeginStep());
+  CHECK(End(inst) == std::vector<SimRequest*>{&y});
+  CHECK(inst.kv().num_free_blocks() == 19);
+  // Z repeats X's prompt: the decoder's cache still holds X's 6 full blocks (96 tokens), which
+  // are not transferred; Z takes them and one new block.
+  inst.Admit(&z, Range(0, 100));
+  CHECK(inst.ReserveIncoming() == &z);
+  CHECK(z.num_cached_tokens == 96);
+  CHECK(inst.kv().num_free_blocks() == 12);
+  CHECK(inst.num_incoming_reserved() == 1);
+  inst.kv().CheckInvariants();
+}
+
+TEST_CASE("prefill instance: max_tokens 1, finished prompts keep their blocks until read") {
+  EngineInstance inst(FullAttention(20), Params(), InstanceRole::kPrefill);
+  SimRequest a = Request(0, 50);
+  inst.Admit(&a, Range(0, 100));
+  CHECK(a.max_output_tokens == 1);  // what vLLM's P/D proxy asks the prefill instance for
+  REQUIRE(inst.BeginStep());
+  CHECK(inst.step().scheduled[0].num_tokens == 100);
+  CHECK(End(inst) == std::vector<SimRequest*>{&a});
+  CHECK(a.status == RequestStatus::kFinished);
+  CHECK(inst.state().running.empty());
+  CHECK(inst.idle());
+  CHECK(inst.num_held() == 1);
+  CHECK(inst.holds_for_transfers());
+  CHECK(inst.kv().num_free_blocks() == 12);  // 7 blocks still held for the decoder
+  inst.Release(&a);
+  CHECK_FALSE(inst.holds_for_transfers());
+  CHECK(inst.kv().num_free_blocks() == 19);
+  inst.kv().CheckInvariants();
+}
+
+}  // namespace
+}  // namespace kvsim
