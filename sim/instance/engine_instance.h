@@ -228,11 +228,11 @@ class EngineInstance {
   }
 
   // Decides the next step into step() (call when no step is in flight and the instance is
-  // not idle). Returns true when the step has work; it is then in flight until EndStep.
-  // Cluster instances do not start the KV manager's per-step tracking here (Decide does).
+  // not idle): Decide, so the KV manager learns a new step starts. Returns true when the
+  // step has work; it is then in flight until EndStep.
   bool BeginStep() {
     KVSIM_CHECK(!step_in_flight_ && !idle());
-    Schedule(params_, state_, adapter_, step_, connector_);
+    Decide(step_);
     step_in_flight_ = !step_.empty();
     return step_in_flight_;
   }

@@ -1,6 +1,6 @@
 // EngineInstance in the roles a P/D cluster gives it (sim/instance/engine_instance.h): the
-// decoder's FIFO reservations and resume with transferred KV, and the prefill instance's
-// held prompts. Hand-worked block counts
+// decoder's FIFO reservations and resume with transferred KV, the prefill instance's held
+// prompts, and BeginStep deciding exactly as the Engine's Decide. Hand-worked block counts
 // on a 16-token, 20-block pool (19 usable: block 0 is the null block).
 #include <catch2/catch_test_macros.hpp>
 #include <numeric>
@@ -116,6 +116,59 @@ TEST_CASE("prefill instance: max_tokens 1, finished prompts keep their blocks un
   CHECK_FALSE(inst.holds_for_transfers());
   CHECK(inst.kv().num_free_blocks() == 19);
   inst.kv().CheckInvariants();
+}
+
+// Two requests with the same 100-token prompt on a hybrid (full attention + Mamba align)
+// pool. Step 1 runs A's first chunk, which the align split stops at 96 (the last cacheable
+// boundary), and caches the Mamba state there. B's lookup then hits 96 tokens, but on a state
+// cached in this very step: it waits a step (vLLM; core test LH 7). Step 2: A's last 4
+// tokens and B's 4 after its hit. The Engine's instance (Decide) and a cluster instance
+// (BeginStep) decide the same.
+TEST_CASE("BeginStep decides as Decide: a Mamba hit cached in the same step waits a step") {
+  auto cfg = KvCacheManagerConfigFromHybrid("mamba-align", 16, 200);
+  REQUIRE(cfg.ok());
+  SchedulerParams params = Params();
+  params.mamba_align_split = true;
+  for (const InstanceRole role : {InstanceRole::kColocated, InstanceRole::kPrefill}) {
+    INFO(InstanceRoleName(role));
+    EngineInstance inst(cfg.value(), params, role);
+    SimRequest a = Request(0, 1), b = Request(1, 1);
+    inst.Admit(&a, Range(0, 100));
+    inst.Admit(&b, Range(0, 100));
+    auto decide = [&](StepPlan& plan) {
+      if (role == InstanceRole::kColocated) {
+        inst.Decide(plan);  // the Engine's call
+      } else {
+        REQUIRE(inst.BeginStep());
+        plan = inst.step();
+      }
+    };
+    auto apply = [&](const StepPlan& plan) {
+      std::vector<SimRequest*> finished;
+      if (role == InstanceRole::kColocated) {
+        inst.ApplyOutputs(
+            plan, [](SimRequest&, const ScheduledChunk&, std::vector<TokenId>& t) { t = {7}; },
+            finished);
+      } else {
+        End(inst);
+      }
+    };
+    StepPlan plan;
+    decide(plan);
+    REQUIRE(plan.scheduled.size() == 1);
+    CHECK(plan.scheduled[0].req == &a);
+    CHECK(plan.scheduled[0].num_tokens == 96);
+    apply(plan);
+    decide(plan);
+    REQUIRE(plan.scheduled.size() == 2);
+    CHECK(plan.scheduled[0].req == &a);
+    CHECK(plan.scheduled[0].num_tokens == 4);
+    CHECK(plan.scheduled[1].req == &b);
+    CHECK(plan.scheduled[1].hit_tokens == 96);
+    CHECK(plan.scheduled[1].num_tokens == 4);
+    apply(plan);
+    inst.kv().CheckInvariants();
+  }
 }
 
 }  // namespace
