@@ -295,12 +295,8 @@ void ClusterSim::OnSchedule(int i) {
   const StepPlan& step = in.inst.step();
   in.preemptions += static_cast<int64_t>(step.preempted.size());
   if (!runs) {
-    if (in.state().running.empty() && !in.state().waiting.empty() &&
-        !in.inst.holds_for_transfers()) {
-      // Nothing runs and the head cannot be admitted: it never will be.
-      SimRequest* head = in.state().waiting.front();
-      const int64_t id = head->id;
-      in.inst.Drop(head);
+    if (SimRequest* head = in.inst.RejectStuckHead()) {
+      const RequestId id = head->id;
       in.live.erase(id);
       Reject(id);
       RequestSchedule(i);

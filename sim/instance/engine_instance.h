@@ -29,6 +29,7 @@
 //                         step's drafts set; finished requests leave RUNNING and free their
 //                         blocks, except on a prefill instance, where they keep them until
 //                         Release(r) (the decoder has read them)
+//   RejectStuckHead()     after a decision that ran nothing: the head that never will run
 // Blocks held for a transfer (a prefill's finished prompts, a decoder's reservations) come
 // back without this instance running a step.
 #pragma once
@@ -288,6 +289,25 @@ class EngineInstance {
     }
     step_.scheduled.clear();
     step_.preempted.clear();
+  }
+
+  // The rule that keeps a run from hanging, for every driver. Call it after a decision that
+  // scheduled nothing. When nothing runs and no blocks will come back without a step (none
+  // held for a transfer), the cache is as empty as it will get, so the head of the waiting
+  // queue (skipped-waiting first, the order the scheduler serves them) can never be
+  // admitted: it is dropped (as Drop) and returned for the driver to reject. Null when some
+  // request runs, none waits, or blocks held for a transfer may still come back (a prefill
+  // instance's prompts not yet read, a decoder's reservations). A colocated instance holds
+  // none, so for the Engine the rule is "nothing runs and a request waits".
+  SimRequest* RejectStuckHead() {
+    KVSIM_CHECK(!step_in_flight_);
+    if (!state_.running.empty() || state_.num_waiting() == 0 || holds_for_transfers()) {
+      return nullptr;
+    }
+    SimRequest* head = !state_.skipped_waiting.empty() ? state_.skipped_waiting.front()
+                                                       : state_.waiting.front();
+    Drop(head);
+    return head;
   }
 
   // Prefill: a decoder has read r's KV; its blocks are freed (they stay in the prefix cache).

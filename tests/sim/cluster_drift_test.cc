@@ -134,5 +134,43 @@ TEST_CASE("cluster drift: drafts are verified only where a step carries them, as
   }
 }
 
+// Chunked prefill off and a 512-token budget: a prompt over 512 tokens can never be
+// scheduled, yet fits max_model_len and the cache, so it is not refused at arrival. The one
+// stuck-head rule (EngineInstance::RejectStuckHead) rejects exactly those requests, on a
+// colocated engine and on the cluster's prefill instance alike (there only once the
+// finished prompts it holds have been read, which changes when, not whom).
+TEST_CASE("cluster drift: the engine and the cluster reject the same stuck heads") {
+  const std::vector<std::string> sets = {
+      "scheduler.enable_chunked_prefill=false", "workload.num_requests=40",
+      "workload.rate_per_s=20", "workload.system_prompt.tokens=0",
+      "workload.prompt_tokens={dist: uniform, min: 100, max: 900}",
+      "workload.output_tokens={dist: fixed, mean: 4}"};
+  auto cluster = ClusterSim::Create(Load(Yaml(), sets));
+  REQUIRE(cluster.ok());
+  cluster.value()->Run();
+  cluster.value()->CheckInvariants();
+  std::vector<std::string> engine_sets = sets;
+  engine_sets.push_back("cluster=null");
+  auto engine = Engine::Create(Load(Yaml(), engine_sets));
+  REQUIRE(engine.ok());
+  engine.value()->Run();
+
+  std::vector<RequestId> too_long, cluster_rejected, engine_rejected;
+  for (const PdRecord& r : cluster.value()->records()) {
+    if (!r.arrived) continue;
+    if (r.prompt_tokens > 512) too_long.push_back(r.id);
+    if (r.rejected) cluster_rejected.push_back(r.id);
+    if (!r.rejected) CHECK(r.finish >= 0);
+  }
+  for (const RequestRecord& r : engine.value()->metrics().records()) {
+    if (r.rejected) engine_rejected.push_back(r.id);
+    if (!r.rejected) CHECK(r.finish >= 0);
+  }
+  CHECK(!too_long.empty());
+  CHECK(too_long.size() < 40);
+  CHECK(cluster_rejected == too_long);
+  CHECK(engine_rejected == too_long);
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -171,5 +171,47 @@ TEST_CASE("BeginStep decides as Decide: a Mamba hit cached in the same step wait
   }
 }
 
+// Chunked prefill off, a 512-token budget: S (600 tokens) can never be scheduled. A (100
+// tokens) runs in step 1; the next decision runs nothing. A colocated instance rejects S
+// then; a prefill instance first waits for A's blocks to be read (they come back without a
+// step), a decoder for its reserved transfer to arrive.
+TEST_CASE("one stuck-head rule: nothing runs and nothing held for a transfer") {
+  SchedulerParams params = Params();
+  params.enable_chunked_prefill = false;
+  for (const InstanceRole role : {InstanceRole::kColocated, InstanceRole::kPrefill}) {
+    INFO(InstanceRoleName(role));
+    EngineInstance inst(FullAttention(100), params, role);
+    SimRequest a = Request(0, 1), s = Request(1, 1);
+    inst.Admit(&a, Range(0, 100));
+    inst.Admit(&s, Range(1000, 600));
+    REQUIRE(inst.BeginStep());
+    REQUIRE(inst.step().scheduled.size() == 1);
+    CHECK(inst.step().scheduled[0].req == &a);
+    End(inst);
+    CHECK_FALSE(inst.BeginStep());
+    if (role == InstanceRole::kPrefill) {
+      CHECK(inst.RejectStuckHead() == nullptr);  // A's 7 blocks are still held
+      inst.Release(&a);
+      CHECK_FALSE(inst.BeginStep());
+    }
+    CHECK(inst.RejectStuckHead() == &s);
+    CHECK(inst.idle());
+    CHECK(inst.kv().num_free_blocks() == 99);
+    inst.kv().CheckInvariants();
+  }
+
+  // A decoder: while a reservation is out, its transfer will arrive and the blocks with it,
+  // so a waiting request that cannot run yet is not rejected.
+  EngineInstance dec(FullAttention(100), params, InstanceRole::kDecode);
+  SimRequest x = Request(0, 4), w = Request(1, 1);
+  dec.Admit(&x, Range(0, 100));
+  REQUIRE(dec.ReserveIncoming() == &x);
+  dec.Add(&w, Range(1000, 600));  // stands in for a request back in WAITING (preempted)
+  CHECK_FALSE(dec.BeginStep());
+  CHECK(dec.RejectStuckHead() == nullptr);  // X's KV is in flight
+  dec.ResumeWithKv(&x);
+  REQUIRE(dec.BeginStep());  // X runs: nothing is stuck while something runs
+}
+
 }  // namespace
 }  // namespace kvsim
