@@ -51,11 +51,17 @@ class ClusterSim::Instance {
   const SchedulerParams& params() const { return inst.params(); }
   const SchedulerState& state() const { return inst.state(); }
 
-  void Integrate(Tick now) {
-    usage_area += last_usage * static_cast<double>(now - last_tick);
-    last_tick = now;
-    last_usage = inst.kv().usage();
-    usage_max = std::max(usage_max, last_usage);
+  // KV usage over time, measured as the Engine measures it (Metrics::StepEnd): one sample
+  // per step end (EndStep's), held until the next step end; the mean is the area over the
+  // makespan. Blocks a transfer holds or reserves between steps are seen at the next step end.
+  void SampleKvUsage(Tick step_end) {
+    const double usage = inst.step_end_kv_usage();
+    if (last_step_end >= 0) {
+      usage_area += last_usage * static_cast<double>(step_end - last_step_end);
+    }
+    last_step_end = step_end;
+    last_usage = usage;
+    usage_max = std::max(usage_max, usage);
   }
   Live& live_of(int64_t id) { return *live.at(id); }
 
@@ -69,7 +75,7 @@ class ClusterSim::Instance {
   std::map<int64_t, std::unique_ptr<Live>> live;
   int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
   double usage_area = 0, usage_max = 0, last_usage = 0;
-  Tick last_tick = 0;
+  Tick last_step_end = -1;
   int64_t steps = 0, preemptions = 0, requests = 0;
   int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0;  // for the trace
   std::vector<SimRequest*> finished;  // EndStep's output (reused every step)
@@ -283,7 +289,6 @@ void ClusterSim::Run() {
         break;
     }
   }
-  for (auto& in : inst_) in->Integrate(now_);
   if (trace_) TraceRequests();
 }
 
@@ -301,7 +306,6 @@ void ClusterSim::OnSchedule(int i) {
       Reject(id);
       RequestSchedule(i);
     }
-    in.Integrate(now_);
     return;
   }
   in.cost.Begin();
@@ -320,7 +324,6 @@ void ClusterSim::OnSchedule(int i) {
   }
   in.step_start = now_;
   ++in.steps;
-  in.Integrate(now_);
   Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, InstanceEvent{i});
 }
 
@@ -351,6 +354,7 @@ void ClusterSim::OnStepEnd(int i) {
         Instance::LiveOf(r).last_emit = seen;
       },
       in.finished);
+  in.SampleKvUsage(now_);
   for (SimRequest* r : in.finished) {
     if (in.prefill()) {
       OnPrefillDone(i, r->id);
@@ -358,7 +362,6 @@ void ClusterSim::OnStepEnd(int i) {
       OnFinished(i, r->id, r->num_output_tokens);
     }
   }
-  in.Integrate(now_);
   if (!in.prefill()) TryReserve(i);
   if (trace_) {
     trace_->Counters(
@@ -484,7 +487,6 @@ void ClusterSim::TryReserve(int d) {
     const int64_t id = r->id;
     const int64_t n = r->num_prompt_tokens;
     const int64_t hit_tokens = r->num_cached_tokens;
-    in.Integrate(now_);
     PdRecord& rec = records_[static_cast<size_t>(id)];
     rec.reserved = now_;
     rec.decode_hit_tokens = hit_tokens;
@@ -526,7 +528,6 @@ void ClusterSim::OnWireEnd(int64_t flow) {
   Instance& p = *inst_[static_cast<size_t>(t.p)];
   p.inst.Release(&p.live_of(id));
   p.live.erase(id);
-  p.Integrate(now_);
   RequestSchedule(t.p);
   const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
   const KvTransferTimeModel& tm = sc_.cluster.transfer.time;

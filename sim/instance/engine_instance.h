@@ -252,8 +252,9 @@ class EngineInstance {
   // rejected ones are rolled back), then `emit(SimRequest&, const ScheduledChunk&, int64_t n,
   // std::vector<TokenId>& tokens)` fills the n tokens the step produced for it (1 + accepted
   // drafts, capped at max_output_tokens). Requests still running get the next step's drafts.
-  // Finished requests are appended to `finished` in scheduled order and leave RUNNING; they
-  // free their blocks, except on a prefill instance: there the KV waits for Release(r).
+  // Then the KV usage is sampled (step_end_kv_usage). Finished requests are appended to
+  // `finished` in scheduled order and leave RUNNING; they free their blocks, except on a
+  // prefill instance: there the KV waits for Release(r).
   template <class Emit>
   void EndStep(Emit&& emit, std::vector<SimRequest*>& finished) {
     KVSIM_CHECK(step_in_flight_);
@@ -281,6 +282,8 @@ class EngineInstance {
         }
       }
     }
+    // The one KV-usage measurement point: the step's blocks, finished requests' included.
+    step_end_kv_usage_ = mgr_.usage();
     const auto done = std::span<SimRequest* const>(finished).subspan(first);
     if (role_ == InstanceRole::kPrefill) {
       HoldFinished(done);
@@ -328,6 +331,10 @@ class EngineInstance {
   int64_t num_held() const { return held_; }
   // Blocks that will come back without this instance running a step.
   bool holds_for_transfers() const { return held_ > 0 || reserved_ > 0; }
+  // The pool's usage (vLLM's 1 - free / (num_blocks - 1)) when the last step ended: after its
+  // tokens were applied, before finished requests freed their blocks. The Engine samples
+  // its Metrics::StepEnd at the same point, between ApplyTokens and ReleaseFinished.
+  double step_end_kv_usage() const { return step_end_kv_usage_; }
   // Drafts verified by EndStep so far, and how many of them were accepted.
   int64_t drafts_scheduled() const { return drafts_scheduled_; }
   int64_t drafts_accepted() const { return drafts_accepted_; }
@@ -368,6 +375,7 @@ class EngineInstance {
   double acceptance_rate_ = 0;
   Rng accept_rng_{0};
   int64_t drafts_scheduled_ = 0, drafts_accepted_ = 0;
+  double step_end_kv_usage_ = 0;
 };
 
 }  // namespace kvsim

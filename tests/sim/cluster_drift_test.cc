@@ -2,6 +2,7 @@
 // drifted apart (issue 10 §1). Each case here pins one place where they now agree, with
 // expected values worked by hand from scripted requests (tests/sim/cluster_test_workload.h)
 // or from invariants, not copied from a run.
+#include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <memory>
 #include <string>
@@ -170,6 +171,46 @@ TEST_CASE("cluster drift: the engine and the cluster reject the same stuck heads
   CHECK(too_long.size() < 40);
   CHECK(cluster_rejected == too_long);
   CHECK(engine_rejected == too_long);
+}
+
+// KV usage is sampled once per step end (after the step's tokens, before finished requests
+// free their blocks), held until the next step end, and averaged over the makespan — the
+// Engine's Metrics::StepEnd. One 100-token request with 6 outputs holds 7 blocks of 16 at
+// every sample (100 to 105 tokens) on a pool of 999 usable blocks, so by hand:
+//   max  = 7 / 999;
+//   mean = 7 / 999 × (last step end − first step end) / makespan, where the first and last
+//          token are each seen one output-processing delay after their step's end, so the
+//          two step ends are exactly first_token and finish apart;
+//   the prefill instance runs one step: one sample and no interval after it, mean 0.
+TEST_CASE("cluster drift: KV usage is measured at step ends, as the Engine measures it") {
+  const double u = 7.0 / 999.0;
+  ScriptedWorkload* wl = nullptr;
+  auto sim = RunCluster(Load(Yaml()), &wl, {{0, 100, 6, 1}});
+  const ClusterSummary s = sim->Summary();
+  const PdRecord& r = sim->records()[0];
+  REQUIRE(s.finished == 1);
+  const double span_ns = s.makespan_s * 1e9;
+  CHECK(s.decode_pool.kv_usage_max[0] == Catch::Approx(u).epsilon(1e-12));
+  CHECK(s.decode_pool.kv_usage_mean[0] ==
+        Catch::Approx(u * static_cast<double>(r.finish - r.first_token) / span_ns).epsilon(1e-9));
+  CHECK(s.prefill_pool.kv_usage_max[0] == Catch::Approx(u).epsilon(1e-12));
+  CHECK(s.prefill_pool.kv_usage_mean[0] == 0.0);
+
+  // The same request on one colocated engine: six steps (prefill + first token, then five
+  // decodes), 7 blocks at each end, the same formula.
+  auto engine = Engine::Create(Load(
+      Yaml(), {"cluster=null", "workload.system_prompt.tokens=0",
+               "workload.prompt_tokens={dist: fixed, mean: 100}",
+               "workload.output_tokens={dist: fixed, mean: 6}"}));
+  REQUIRE(engine.ok());
+  engine.value()->Run();
+  const RunSummary es = engine.value()->Summary();
+  const RequestRecord& er = engine.value()->metrics().records()[0];
+  REQUIRE(es.requests_finished == 1);
+  CHECK(es.kv_usage_max == Catch::Approx(u).epsilon(1e-12));
+  CHECK(es.kv_usage_mean ==
+        Catch::Approx(u * static_cast<double>(er.finish - er.first_token) / (es.makespan_s * 1e9))
+            .epsilon(1e-9));
 }
 
 }  // namespace
