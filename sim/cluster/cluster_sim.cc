@@ -351,7 +351,9 @@ void ClusterSim::OnStepEnd(int i) {
         if (in.prefill()) return;
         PdRecord& rec = records_[static_cast<size_t>(r.id)];
         if (rec.first_token < 0) rec.first_token = seen;
-        Instance::LiveOf(r).last_emit = seen;
+        Instance::Live& lv = Instance::LiveOf(r);
+        if (lv.last_emit >= 0) itl_.Add(seen - lv.last_emit);
+        lv.last_emit = seen;
       },
       in.finished);
   in.SampleKvUsage(now_);
@@ -635,6 +637,8 @@ ClusterSummary ClusterSim::Summary() const {
   s.tpot = ExactPercentiles(tpot);
   s.e2e = ExactPercentiles(e2e);
   s.output_throughput = static_cast<double>(outputs) / s.makespan_s;
+  const Percentiles itl = itl_.Summarize();  // in ticks; as ms, as Metrics::Summarize
+  s.itl = {itl.mean / 1e6, itl.p50 / 1e6, itl.p90 / 1e6, itl.p99 / 1e6, itl.max / 1e6, itl.count};
   for (int role = 0; role < 2; ++role) {
     PoolSummary& ps = role == 0 ? s.prefill_pool : s.decode_pool;
     ps.role = role == 0 ? "prefill" : "decode";
@@ -649,7 +653,12 @@ ClusterSummary ClusterSim::Summary() const {
       ps.hit_tokens += st.hit_tokens;
       ps.steps += in->steps;
       ps.preemptions += in->preemptions;
+      ps.spec_drafts += in->inst.drafts_scheduled();
+      ps.spec_accepted += in->inst.drafts_accepted();
     }
+    ps.spec_acceptance = ps.spec_drafts > 0 ? static_cast<double>(ps.spec_accepted) /
+                                                  static_cast<double>(ps.spec_drafts)
+                                            : 0.0;
     ps.hit_rate = ps.query_tokens > 0 ? static_cast<double>(ps.hit_tokens) /
                                             static_cast<double>(ps.query_tokens)
                                       : 0.0;
@@ -679,7 +688,8 @@ nlohmann::json PoolJson(const PoolSummary& p) {
           {"requests", p.requests},           {"lookups", p.lookups},
           {"query_tokens", p.query_tokens},   {"hit_tokens", p.hit_tokens},
           {"hit_rate", p.hit_rate},           {"steps", p.steps},
-          {"preemptions", p.preemptions}};
+          {"preemptions", p.preemptions},     {"spec_drafts", p.spec_drafts},
+          {"spec_accepted", p.spec_accepted}, {"spec_acceptance", p.spec_acceptance}};
 }
 
 std::string StatLine(const char* name, const Percentiles& p) {
@@ -707,6 +717,7 @@ nlohmann::json ClusterSummaryToJson(const ClusterSummary& s) {
                              {"first_decode", StatsJson(s.first_decode)}}},
           {"wire_ms", StatsJson(s.wire)},
           {"tpot_ms", StatsJson(s.tpot)},
+          {"itl_ms", StatsJson(s.itl)},
           {"e2e_ms", StatsJson(s.e2e)},
           {"transfer", {{"requests", s.transferred_requests}, {"bytes", s.bytes},
                         {"descriptors", s.descriptors},
@@ -732,6 +743,7 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
   out += StatLine("  first decode", s.first_decode);
   out += StatLine("wire (in transfer)", s.wire);
   out += StatLine("TPOT", s.tpot);
+  out += StatLine("ITL", s.itl);
   out += StatLine("E2E", s.e2e);
   out += fmt::format(
       "KV transfer: {} requests, {} over {} descriptors ({:.0f} per request); re-layout {} on "
@@ -749,11 +761,17 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
       usage += fmt::format("{}{:.1f}/{:.1f}", i ? " " : "", 100.0 * p->kv_usage_mean[i],
                            100.0 * p->kv_usage_max[i]);
     }
+    std::string spec;
+    if (p->spec_drafts > 0) {
+      spec = fmt::format(", spec acceptance {:.1f}% ({} of {} drafts)",
+                         100.0 * p->spec_acceptance, WithCommas(p->spec_accepted),
+                         WithCommas(p->spec_drafts));
+    }
     out += fmt::format(
         "{} pool: prefix hit rate {:.1f}% ({} of {} tokens, {} lookups), {} steps, {} "
-        "preemptions, KV usage mean/max % per instance: {}\n",
+        "preemptions{}, KV usage mean/max % per instance: {}\n",
         p->role, 100.0 * p->hit_rate, WithCommas(p->hit_tokens), WithCommas(p->query_tokens),
-        p->lookups, p->steps, p->preemptions, usage);
+        p->lookups, p->steps, p->preemptions, spec, usage);
   }
   out += "links (utilisation over the makespan):\n";
   for (size_t i = 0; i < s.links.size() && i < 6; ++i) {

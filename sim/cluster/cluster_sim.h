@@ -83,6 +83,9 @@ struct PoolSummary {
   double hit_rate = 0;  // hit_tokens / query_tokens over every lookup of the pool
   int64_t steps = 0;
   int64_t preemptions = 0;
+  // Speculative decoding (decode pool): drafts verified, drafts accepted, their ratio.
+  int64_t spec_drafts = 0, spec_accepted = 0;
+  double spec_acceptance = 0;
 };
 
 struct LinkSummary {
@@ -97,6 +100,9 @@ struct ClusterSummary {
   double makespan_s = 0;
   // Over finished requests, in milliseconds.
   Percentiles ttft, queue, prefill, transfer, first_decode, tpot, e2e;
+  // Inter-token latency: one value per decode step that emitted tokens for a request, the
+  // time since its previous emission (the Engine's ITL; log-bucketed percentiles).
+  Percentiles itl;
   Percentiles wire;  // wire_end − wire_start
   int64_t transferred_requests = 0;
   int64_t bytes = 0, descriptors = 0, save_relayout_bytes = 0, receive_relayout_bytes = 0;
@@ -185,6 +191,7 @@ class ClusterSim {
   std::map<int64_t, Transfer> transfers_;  // by request id
   std::map<int64_t, int64_t> flow_to_request_;
   std::vector<PdRecord> records_;
+  LogHistogram itl_;  // decode emissions, as Metrics::Emission records them
   bool open_loop_done_ = false;
   // The open-loop arrival in the queue, if any. Open-loop requests enter one at a time, in
   // send order: when this one enters, the next is pulled.

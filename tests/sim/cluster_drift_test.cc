@@ -100,12 +100,15 @@ TEST_CASE("cluster drift: open-loop arrivals enter one at a time; follow-ups nev
 //   acceptance 1: 1 token, then 1 + 2 (outputs 4), then 1 + 1 (outputs 6): 3 steps,
 //                 3 drafts, all accepted;
 //   acceptance 0: one token per step, drafts 2, 2, 2, 1, 0: 6 steps, 7 drafts, none accepted.
+// The decoder records what the Engine records: spec acceptance and one ITL value per
+// emitting step after a request's first (2 at acceptance 1, 5 at acceptance 0).
 TEST_CASE("cluster drift: drafts are verified only where a step carries them, as the Engine") {
   struct Case {
     const char* rate;
     int64_t steps;
+    int64_t drafts, accepted;
   };
-  for (const Case& k : {Case{"1.0", 3}, Case{"0.0", 6}}) {
+  for (const Case& k : {Case{"1.0", 3, 3, 3}, Case{"0.0", 6, 7, 0}}) {
     INFO("acceptance " << k.rate);
     const std::vector<std::string> sets = {"cache.num_speculative_tokens=2",
                                            std::string("spec.acceptance_rate=") + k.rate};
@@ -116,6 +119,15 @@ TEST_CASE("cluster drift: drafts are verified only where a step carries them, as
     CHECK(sim->records()[0].output_tokens == 6);
     CHECK(s.prefill_pool.steps == 1);
     CHECK(s.decode_pool.steps == k.steps);
+    CHECK(s.decode_pool.spec_drafts == k.drafts);
+    CHECK(s.decode_pool.spec_accepted == k.accepted);
+    CHECK(s.decode_pool.spec_acceptance == (k.accepted == k.drafts ? 1.0 : 0.0));
+    CHECK(s.prefill_pool.spec_drafts == 0);
+    // One ITL value per emitting step after the first: the gaps add up to first → last token.
+    const PdRecord& r = sim->records()[0];
+    CHECK(s.itl.count == k.steps - 1);
+    CHECK(s.itl.mean * static_cast<double>(s.itl.count) ==
+          Catch::Approx(TicksToMs(r.finish - r.first_token)).epsilon(1e-12));
 
     // The same request on one colocated engine takes as many steps.
     std::vector<std::string> engine_sets = sets;
@@ -132,6 +144,8 @@ TEST_CASE("cluster drift: drafts are verified only where a step carries them, as
     CHECK(es.requests_finished == 1);
     CHECK(es.output_tokens == 6);
     CHECK(es.steps == k.steps);
+    CHECK(es.spec_acceptance == s.decode_pool.spec_acceptance);
+    CHECK(es.itl_ms.count == s.itl.count);
   }
 }
 
@@ -195,6 +209,9 @@ TEST_CASE("cluster drift: KV usage is measured at step ends, as the Engine measu
         Catch::Approx(u * static_cast<double>(r.finish - r.first_token) / span_ns).epsilon(1e-9));
   CHECK(s.prefill_pool.kv_usage_max[0] == Catch::Approx(u).epsilon(1e-12));
   CHECK(s.prefill_pool.kv_usage_mean[0] == 0.0);
+  // No drafts: one token per step, so the mean ITL of its 5 gaps is its TPOT.
+  CHECK(s.itl.count == 5);
+  CHECK(s.itl.mean == Catch::Approx(s.tpot.mean).epsilon(1e-12));
 
   // The same request on one colocated engine: six steps (prefill + first token, then five
   // decodes), 7 blocks at each end, the same formula.
