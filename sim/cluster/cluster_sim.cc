@@ -434,7 +434,7 @@ void ClusterSim::OnArrival(int64_t id) {
   rec.arrived = true;
   rec.arrival = spec.arrival;
   rec.prompt_tokens = spec.num_prompt_tokens;
-  if (first_arrival_ < 0) first_arrival_ = now_;
+  if (first_arrival_ < 0 || rec.arrival < first_arrival_) first_arrival_ = rec.arrival;
   const Instance& p0 = *inst_[0];
   const Instance& d0 = *inst_[static_cast<size_t>(num_prefill_)];
   const int64_t n = rec.prompt_tokens;
@@ -589,9 +589,6 @@ void ClusterSim::CheckInvariants() const {
 
 ClusterSummary ClusterSim::Summary() const {
   ClusterSummary s;
-  const Tick span = std::max<Tick>(1, (last_finish_ > 0 ? last_finish_ : now_) -
-                                          std::max<Tick>(0, first_arrival_));
-  s.makespan_s = static_cast<double>(span) / static_cast<double>(kTicksPerSecond);
   std::vector<double> ttft, queue, prefill, transfer, first, tpot, e2e, wire;
   int64_t outputs = 0;
   for (const PdRecord& r : records_) {
@@ -628,6 +625,12 @@ ClusterSummary ClusterSim::Summary() const {
                      static_cast<double>(r.output_tokens - 1));
     }
   }
+  // The makespan as the Engine's Metrics::Summarize takes it: from the first request's send
+  // time (the origin of its TTFT) to the last finish, or to the end of the run when some
+  // request is unfinished.
+  const Tick t_end = s.unfinished > 0 ? now_ : last_finish_;
+  const Tick span = first_arrival_ >= 0 ? std::max<Tick>(1, t_end - first_arrival_) : 1;
+  s.makespan_s = static_cast<double>(span) / static_cast<double>(kTicksPerSecond);
   s.ttft = ExactPercentiles(ttft);
   s.queue = ExactPercentiles(queue);
   s.prefill = ExactPercentiles(prefill);

@@ -198,7 +198,7 @@ class ClusterSim {
   std::optional<RequestId> open_loop_next_;
   Tick now_ = 0;
   Tick stop_at_ = -1;
-  Tick first_arrival_ = -1;
+  Tick first_arrival_ = -1;  // the earliest send time (spec.arrival) of an arrived request
   Tick last_finish_ = 0;
   int64_t hash_block_ = 16;
   double flow_cap_ = 0;  // bytes per ns; 0 = none

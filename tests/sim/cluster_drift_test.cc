@@ -230,5 +230,38 @@ TEST_CASE("cluster drift: KV usage is measured at step ends, as the Engine measu
             .epsilon(1e-9));
 }
 
+// The makespan is the Engine's (Metrics::Summarize): from the first request's send time
+// (TTFT's origin, before intake) to the last finish, or to the end of the run while a
+// request is unfinished. One request sent at 0.25 s with 6 outputs: finish − 0.25 s; one
+// with 5000 outputs in a run stopped at 0.5 s: exactly 0.25 s.
+TEST_CASE("cluster drift: the makespan runs from the first send, as the Engine's") {
+  const Tick sent = kTicksPerSecond / 4;
+  ScriptedWorkload* wl = nullptr;
+  auto done = RunCluster(Load(Yaml()), &wl, {{sent, 100, 6, 1}});
+  const ClusterSummary s = done->Summary();
+  REQUIRE(s.finished == 1);
+  CHECK(done->records()[0].arrival == sent);
+  CHECK(s.makespan_s * 1e9 ==
+        Catch::Approx(static_cast<double>(done->records()[0].finish - sent)).epsilon(1e-12));
+
+  auto cut = RunCluster(Load(Yaml(), {"run.max_sim_seconds=0.5"}), &wl, {{sent, 100, 5000, 1}});
+  const ClusterSummary c = cut->Summary();
+  REQUIRE(c.unfinished == 1);
+  CHECK(c.makespan_s == Catch::Approx(0.25).epsilon(1e-12));
+
+  // The Engine, same cut: a 5000-token answer cannot finish in 0.5 s either.
+  auto engine = Engine::Create(Load(
+      Yaml(), {"cluster=null", "run.max_sim_seconds=0.5", "workload.system_prompt.tokens=0",
+               "workload.prompt_tokens={dist: fixed, mean: 100}",
+               "workload.output_tokens={dist: fixed, mean: 5000}"}));
+  REQUIRE(engine.ok());
+  engine.value()->Run();
+  const RunSummary es = engine.value()->Summary();
+  REQUIRE(es.requests_unfinished == 1);
+  const Tick engine_sent = engine.value()->metrics().records()[0].arrival;
+  CHECK(es.makespan_s * 1e9 ==
+        Catch::Approx(static_cast<double>(kTicksPerSecond / 2 - engine_sent)).epsilon(1e-12));
+}
+
 }  // namespace
 }  // namespace kvsim
