@@ -232,7 +232,7 @@ class EngineInstance {
   // not idle): Decide, so the KV manager learns a new step starts. Returns true when the
   // step has work; it is then in flight until EndStep.
   bool BeginStep() {
-    KVSIM_CHECK(!step_in_flight_ && !idle());
+    KVSIM_CHECK(!step_in_flight_ && !idle() && !params_.async_scheduling);
     Decide(step_);
     step_in_flight_ = !step_.empty();
     return step_in_flight_;
@@ -307,8 +307,8 @@ class EngineInstance {
     if (!state_.running.empty() || state_.num_waiting() == 0 || holds_for_transfers()) {
       return nullptr;
     }
-    SimRequest* head = !state_.skipped_waiting.empty() ? state_.skipped_waiting.front()
-                                                       : state_.waiting.front();
+    SimRequest* head =
+        !state_.skipped_waiting.empty() ? state_.skipped_waiting.front() : state_.waiting.front();
     Drop(head);
     return head;
   }
@@ -370,7 +370,7 @@ class EngineInstance {
   // Decode: admitted, waiting for blocks to receive into (FIFO); and reserved, KV in flight.
   std::deque<SimRequest*> incoming_;
   int64_t reserved_ = 0;
-  int64_t held_ = 0;  // prefill: finished, KV not read by a decoder yet
+  int64_t held_ = 0;      // prefill: finished, KV not read by a decoder yet
   int64_t num_spec_ = 0;  // drafts per decode step (set_drafts)
   double acceptance_rate_ = 0;
   Rng accept_rng_{0};

@@ -76,7 +76,8 @@ TEST_CASE("cluster drift: open-loop arrivals enter one at a time; follow-ups nev
   // its id, not by a payload bit), and every request arrives and finishes once.
   ScriptedWorkload* wl = nullptr;
   auto sim = RunCluster(Load(Yaml()), &wl,
-                        {{0, 100, 4, 1, /*follow_ups=*/2}, {10 * kTicksPerSecond, 100, 4, 2},
+                        {{0, 100, 4, 1, /*follow_ups=*/2},
+                         {10 * kTicksPerSecond, 100, 4, 2},
                          {10 * kTicksPerSecond, 100, 4, 3}});
   CHECK_FALSE(wl->pulled_early);
   CHECK(wl->next_calls == 4);  // three requests and the end of the stream
@@ -156,8 +157,10 @@ TEST_CASE("cluster drift: drafts are verified only where a step carries them, as
 // finished prompts it holds have been read, which changes when, not whom).
 TEST_CASE("cluster drift: the engine and the cluster reject the same stuck heads") {
   const std::vector<std::string> sets = {
-      "scheduler.enable_chunked_prefill=false", "workload.num_requests=40",
-      "workload.rate_per_s=20", "workload.system_prompt.tokens=0",
+      "scheduler.enable_chunked_prefill=false",
+      "workload.num_requests=40",
+      "workload.rate_per_s=20",
+      "workload.system_prompt.tokens=0",
       "workload.prompt_tokens={dist: uniform, min: 100, max: 900}",
       "workload.output_tokens={dist: fixed, mean: 4}"};
   auto cluster = ClusterSim::Create(Load(Yaml(), sets));
@@ -215,10 +218,9 @@ TEST_CASE("cluster drift: KV usage is measured at step ends, as the Engine measu
 
   // The same request on one colocated engine: six steps (prefill + first token, then five
   // decodes), 7 blocks at each end, the same formula.
-  auto engine = Engine::Create(Load(
-      Yaml(), {"cluster=null", "workload.system_prompt.tokens=0",
-               "workload.prompt_tokens={dist: fixed, mean: 100}",
-               "workload.output_tokens={dist: fixed, mean: 6}"}));
+  auto engine = Engine::Create(Load(Yaml(), {"cluster=null", "workload.system_prompt.tokens=0",
+                                             "workload.prompt_tokens={dist: fixed, mean: 100}",
+                                             "workload.output_tokens={dist: fixed, mean: 6}"}));
   REQUIRE(engine.ok());
   engine.value()->Run();
   const RunSummary es = engine.value()->Summary();
@@ -250,10 +252,10 @@ TEST_CASE("cluster drift: the makespan runs from the first send, as the Engine's
   CHECK(c.makespan_s == Catch::Approx(0.25).epsilon(1e-12));
 
   // The Engine, same cut: a 5000-token answer cannot finish in 0.5 s either.
-  auto engine = Engine::Create(Load(
-      Yaml(), {"cluster=null", "run.max_sim_seconds=0.5", "workload.system_prompt.tokens=0",
-               "workload.prompt_tokens={dist: fixed, mean: 100}",
-               "workload.output_tokens={dist: fixed, mean: 5000}"}));
+  auto engine = Engine::Create(
+      Load(Yaml(), {"cluster=null", "run.max_sim_seconds=0.5", "workload.system_prompt.tokens=0",
+                    "workload.prompt_tokens={dist: fixed, mean: 100}",
+                    "workload.output_tokens={dist: fixed, mean: 5000}"}));
   REQUIRE(engine.ok());
   engine.value()->Run();
   const RunSummary es = engine.value()->Summary();

@@ -41,11 +41,9 @@ SimRequest Request(RequestId id, int64_t max_output_tokens) {
 // Ends the step in flight, emitting `n` copies of token 7 for each sampling chunk.
 std::vector<SimRequest*> End(EngineInstance& inst) {
   std::vector<SimRequest*> finished;
-  inst.EndStep(
-      [](SimRequest&, const ScheduledChunk&, int64_t n, std::vector<TokenId>& tokens) {
-        tokens.assign(static_cast<size_t>(n), 7);
-      },
-      finished);
+  inst.EndStep([](SimRequest&, const ScheduledChunk&, int64_t n,
+                  std::vector<TokenId>& tokens) { tokens.assign(static_cast<size_t>(n), 7); },
+               finished);
   return finished;
 }
 
