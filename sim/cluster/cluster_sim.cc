@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -11,79 +10,75 @@
 #include "core/kv_cache_manager.h"
 #include "sim/csv.h"
 #include "sim/engine_common.h"
-#include "sim/kv_adapter.h"
+#include "sim/instance/engine_instance.h"
 #include "sim/report/plan_report.h"
 #include "sim/scheduler/scheduler.h"
 #include "sim/workload/rng.h"
 
 namespace kvsim {
 
-// One engine instance of a pool: scheduler state over its own KV cache manager, priced by its
-// own cost model. The cluster drives it (it has no clock of its own).
+// One engine instance of a pool: an EngineInstance (scheduler state over its own KV cache
+// manager, sim/instance/engine_instance.h) in its role, priced by the pool's own cost model.
+// The cluster drives it (it has no clock of its own) and keeps what only the cluster reads:
+// the requests it owns and its counters.
 class ClusterSim::Instance {
  public:
-  struct Live {
-    SimRequest req;
+  // A request on this instance. The instance's scheduler sees its SimRequest base, so a
+  // scheduled chunk leads to the request's cluster state without a lookup.
+  struct Live : SimRequest {
     Tick last_emit = -1;
-    bool prefill_done = false;  // prefill: KV complete, blocks held for the decoder
   };
+  static Live& LiveOf(SimRequest& r) { return static_cast<Live&>(r); }
 
-  Instance(bool is_prefill, int pool_index, const Scenario& pool, const KvCachePlan& plan,
+  Instance(InstanceRole role, int pool_index, const Scenario& pool, const KvCachePlan& plan,
            const KvCacheManagerConfig& kvc, uint64_t seed)
-      : prefill(is_prefill),
+      : inst(kvc, EngineSchedulerParams(pool, plan, kvc, DraftsOf(role, pool)), role),
         index(pool_index),
         sc(pool),
-        mgr(kvc),
-        adapter(&mgr),
         cost(pool.model, plan, pool.sim.hardware),
-        usable_blocks(plan.usable_blocks()),
-        accept_rng(Rng(seed).Fork(0x5bec00 + static_cast<uint64_t>(pool_index) +
-                                  (is_prefill ? 0 : 0x1000))) {
-    // The prefill pool never decodes, so it never drafts.
-    num_spec = is_prefill ? 0 : pool.cache.num_speculative_tokens;
-    params = EngineSchedulerParams(pool, plan, kvc, num_spec);
+        usable_blocks(plan.usable_blocks()) {
+    // Each instance has its own acceptance stream.
+    inst.set_drafts(DraftsOf(role, pool), pool.sim.spec.acceptance_rate,
+                    Rng(seed).Fork(0x5bec00 + static_cast<uint64_t>(pool_index) +
+                                   (role == InstanceRole::kPrefill ? 0 : 0x1000)));
   }
 
-  void Integrate(Tick now) {
-    usage_area += last_usage * static_cast<double>(now - last_tick);
-    last_tick = now;
-    last_usage = mgr.usage();
-    usage_max = std::max(usage_max, last_usage);
+  // The prefill pool never decodes, so it never drafts.
+  static int64_t DraftsOf(InstanceRole role, const Scenario& pool) {
+    return role == InstanceRole::kPrefill ? 0 : pool.cache.num_speculative_tokens;
+  }
+  bool prefill() const { return inst.role() == InstanceRole::kPrefill; }
+  const SchedulerParams& params() const { return inst.params(); }
+  const SchedulerState& state() const { return inst.state(); }
+
+  // KV usage over time, measured as the Engine measures it (Metrics::StepEnd): one sample
+  // per step end (EndStep's), held until the next step end; the mean is the area over the
+  // makespan. Blocks a transfer holds or reserves between steps are seen at the next step end.
+  void SampleKvUsage(Tick step_end) {
+    const double usage = inst.step_end_kv_usage();
+    if (last_step_end >= 0) {
+      usage_area += last_usage * static_cast<double>(step_end - last_step_end);
+    }
+    last_step_end = step_end;
+    last_usage = usage;
+    usage_max = std::max(usage_max, usage);
   }
   Live& live_of(int64_t id) { return *live.at(id); }
-  // Blocks that will come back without this instance running a step: a prefill instance's
-  // finished prompts waiting for the decoder to read them; a decoder's in-flight receives.
-  bool HoldsForOthers() const {
-    if (!prefill) return in_flight > 0;
-    for (const auto& [id, lv] : live) {
-      if (lv->prefill_done) return true;
-    }
-    return false;
-  }
 
-  const bool prefill;
+  EngineInstance inst;
   const int index;
   const Scenario& sc;
-  KvCacheManager mgr;
-  KvAdapter adapter;
   CostModel cost;
   int64_t usable_blocks = 0;
-  SchedulerParams params;
-  SchedulerState state;
-  StepPlan step;
-  bool step_in_flight = false;
   bool schedule_pending = false;
   Tick step_start = 0;
   std::map<int64_t, std::unique_ptr<Live>> live;
-  std::deque<int64_t> pending;  // decode: waiting for blocks to receive into (FIFO)
-  int64_t in_flight = 0;        // decode: reserved, KV not usable yet
-  int64_t inbound_tokens = 0;   // decode: prompt tokens pending or in flight
-  int64_t num_spec = 0;
-  Rng accept_rng;
+  int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
   double usage_area = 0, usage_max = 0, last_usage = 0;
-  Tick last_tick = 0;
+  Tick last_step_end = -1;
   int64_t steps = 0, preemptions = 0, requests = 0;
   int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0;  // for the trace
+  std::vector<SimRequest*> finished;  // EndStep's output (reused every step)
 };
 
 struct ClusterSim::Transfer {
@@ -138,12 +133,12 @@ Status ClusterSim::Init() {
   if (!dk.ok()) return Status::Error(dk.status().code(), "cluster.decode: " + dk.status().message());
   num_prefill_ = static_cast<int>(cc.prefill.count);
   for (int i = 0; i < num_prefill_; ++i) {
-    inst_.push_back(std::make_unique<Instance>(true, i, *cc.prefill.scenario,
+    inst_.push_back(std::make_unique<Instance>(InstanceRole::kPrefill, i, *cc.prefill.scenario,
                                                setup_.prefill_plan, pk.value(), sc_.seed));
   }
   for (int i = 0; i < static_cast<int>(cc.decode.count); ++i) {
-    inst_.push_back(std::make_unique<Instance>(false, i, *cc.decode.scenario, setup_.decode_plan,
-                                               dk.value(), sc_.seed));
+    inst_.push_back(std::make_unique<Instance>(InstanceRole::kDecode, i, *cc.decode.scenario,
+                                               setup_.decode_plan, dk.value(), sc_.seed));
   }
   hash_block_ = cc.router.hash_block_tokens > 0 ? cc.router.hash_block_tokens
                                                 : pk.value().scheduler_block_size();
@@ -162,8 +157,30 @@ Status ClusterSim::Init() {
   return Status::Ok();
 }
 
-void ClusterSim::Push(Tick t, EventKind kind, int64_t a) {
-  queue_.Push(t, kind, static_cast<uint64_t>(a));
+namespace {
+
+bool IsInstanceEvent(EventKind k) { return k == EventKind::kSchedule || k == EventKind::kStepEnd; }
+
+}  // namespace
+
+void ClusterSim::Push(Tick t, EventKind kind, InstanceEvent e) {
+  KVSIM_CHECK(IsInstanceEvent(kind) && e.instance >= 0);
+  queue_.Push(t, kind, static_cast<uint64_t>(e.instance));
+}
+
+void ClusterSim::Push(Tick t, EventKind kind, RequestEvent e) {
+  KVSIM_CHECK(!IsInstanceEvent(kind) && e.id >= 0);
+  queue_.Push(t, kind, static_cast<uint64_t>(e.id));
+}
+
+ClusterSim::InstanceEvent ClusterSim::InstanceOf(const Event& e) {
+  KVSIM_CHECK(IsInstanceEvent(e.kind));
+  return {static_cast<int>(e.payload)};
+}
+
+ClusterSim::RequestEvent ClusterSim::RequestOf(const Event& e) {
+  KVSIM_CHECK(!IsInstanceEvent(e.kind));
+  return {static_cast<RequestId>(e.payload)};
 }
 
 void ClusterSim::PullOpenLoop() {
@@ -179,15 +196,15 @@ void ClusterSim::PullOpenLoop() {
   const Tick t =
       std::max(now_, next->arrival + inst_[0]->cost.IntakeNanos(next->num_prompt_tokens));
   specs_[id] = std::move(*next);
-  // Open-loop arrivals carry a flag so that handling one pulls the next.
-  Push(t, EventKind::kArrival, id | (int64_t{1} << 62));
+  open_loop_next_ = id;
+  Push(t, EventKind::kArrival, RequestEvent{id});
 }
 
 void ClusterSim::RequestSchedule(int i) {
   Instance& in = *inst_[static_cast<size_t>(i)];
-  if (in.step_in_flight || in.schedule_pending) return;
+  if (in.inst.step_in_flight() || in.schedule_pending) return;
   in.schedule_pending = true;
-  Push(now_, EventKind::kSchedule, i);
+  Push(now_, EventKind::kSchedule, InstanceEvent{i});
 }
 
 const std::vector<TokenId>& ClusterSim::PromptOf(const RequestSpec& spec) {
@@ -205,17 +222,20 @@ std::vector<InstanceLoad> ClusterSim::Loads(bool prefill) const {
   std::vector<InstanceLoad> out;
   for (const auto& ip : inst_) {
     const Instance& in = *ip;
-    if (in.prefill != prefill) continue;
+    if (in.prefill() != prefill) continue;
     InstanceLoad l;
     if (prefill) {
+      // Prompt tokens still to compute (finished prompts only wait for their transfer).
       for (const auto& [id, lv] : in.live) {
-        if (!lv->prefill_done) l.waiting_tokens += lv->req.num_prompt_tokens - lv->req.num_computed_tokens;
+        if (lv->status != RequestStatus::kFinished) {
+          l.waiting_tokens += lv->num_prompt_tokens - lv->num_computed_tokens;
+        }
       }
-      l.running = static_cast<int64_t>(in.state.running.size());
+      l.running = static_cast<int64_t>(in.state().running.size());
     } else {
       l.waiting_tokens = in.inbound_tokens;
-      l.running = static_cast<int64_t>(in.state.running.size() + in.state.waiting.size()) +
-                  in.in_flight + static_cast<int64_t>(in.pending.size());
+      l.running = static_cast<int64_t>(in.state().running.size() + in.state().waiting.size()) +
+                  in.inst.num_incoming_reserved() + in.inst.num_incoming_waiting();
     }
     out.push_back(l);
   }
@@ -246,139 +266,112 @@ void ClusterSim::Run() {
       continue;
     }
     const Event e = *queue_.Pop();
-    const int64_t target = static_cast<int64_t>(e.payload);  // instance or request id
     switch (e.kind) {
       case EventKind::kArrival: {
-        const bool open = (target >> 62) != 0;
-        OnArrival(target & ~(int64_t{1} << 62));
+        const RequestId id = RequestOf(e).id;
+        const bool open = open_loop_next_ == id;
+        if (open) open_loop_next_.reset();
+        OnArrival(id);
         if (open) PullOpenLoop();
         break;
       }
-      case EventKind::kSchedule: {
-        Instance& in = *inst_[static_cast<size_t>(target)];
-        in.schedule_pending = false;
-        if (in.step_in_flight || (in.state.running.empty() && in.state.waiting.empty())) break;
-        Schedule(in.params, in.state, in.adapter, in.step);
-        in.preemptions += static_cast<int64_t>(in.step.preempted.size());
-        if (in.step.empty()) {
-          if (in.state.running.empty() && !in.state.waiting.empty() && !in.HoldsForOthers()) {
-            // Nothing runs and the head cannot be admitted: it never will be.
-            SimRequest* head = in.state.waiting.front();
-            in.state.waiting.pop_front();
-            const int64_t id = head->id;
-            in.mgr.RemoveRequest(head->kv_handle);
-            in.live.erase(id);
-            Reject(id);
-            RequestSchedule(static_cast<int>(target));
-          }
-          in.Integrate(now_);
-          break;
-        }
-        in.cost.Begin();
-        in.step_tokens = 0;
-        in.step_admitted = 0;
-        in.step_preempted = static_cast<int64_t>(in.step.preempted.size());
-        for (const ScheduledChunk& c : in.step.scheduled) {
-          in.cost.Add(c.num_tokens, c.num_computed_before);
-          in.step_tokens += c.num_tokens;
-          if (c.new_admission) ++in.step_admitted;
-          PdRecord& rec = records_[static_cast<size_t>(c.req->id)];
-          if (in.prefill && c.new_admission && rec.prefill_start < 0) {
-            rec.prefill_start = now_;
-            rec.prefill_hit_tokens = c.hit_tokens;
-          }
-        }
-        in.step_start = now_;
-        in.step_in_flight = true;
-        ++in.steps;
-        in.Integrate(now_);
-        Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, target);
+      case EventKind::kSchedule:
+        OnSchedule(InstanceOf(e).instance);
         break;
-      }
-      case EventKind::kStepEnd: {
-        const int i = static_cast<int>(target);
-        Instance& in = *inst_[static_cast<size_t>(i)];
-        in.step_in_flight = false;
-        if (trace_) {
-          trace_->Step(in.step_start, now_, in.step_tokens,
-                       static_cast<int64_t>(in.step.scheduled.size()), in.step_admitted,
-                       in.step_preempted, InstancePid(i));
-        }
-        std::vector<std::pair<int64_t, int64_t>> done;  // (id, outputs)
-        const int64_t vocab = workload_->vocab_size();
-        // Decoded tokens reach the user after the output processor handles the step.
-        int64_t emitting = 0;
-        for (const ScheduledChunk& c : in.step.scheduled) {
-          if (c.req->num_computed_tokens >= c.req->num_tokens) ++emitting;
-        }
-        const Tick seen = now_ + in.cost.OutputNanos(emitting);
-        for (const ScheduledChunk& c : in.step.scheduled) {
-          SimRequest& r = *c.req;
-          if (r.num_computed_tokens < r.num_tokens) continue;  // mid-prompt chunk
-          if (in.prefill) {
-            r.status = RequestStatus::kFinished;
-            in.live_of(r.id).prefill_done = true;
-            done.emplace_back(r.id, 0);
-            continue;
-          }
-          const int64_t accepted =
-              VerifyDrafts(r, c.num_spec_tokens, in.sc.sim.spec.acceptance_rate, in.accept_rng);
-          const int64_t gen =
-              std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
-          Instance::Live& lv = in.live_of(r.id);
-          PdRecord& rec = records_[static_cast<size_t>(r.id)];
-          if (rec.first_token < 0) rec.first_token = seen;
-          lv.last_emit = seen;
-          const RequestSpec& spec = specs_.at(r.id);
-          token_buf_.clear();
-          for (int64_t k = 0; k < gen; ++k) {
-            token_buf_.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
-          }
-          r.num_output_tokens += gen;
-          r.num_tokens += gen;
-          r.num_spec_tokens = 0;
-          if (r.num_output_tokens >= r.max_output_tokens ||
-              r.num_tokens >= in.params.max_model_len) {
-            r.status = RequestStatus::kFinished;
-            done.emplace_back(r.id, r.num_output_tokens);
-            continue;
-          }
-          in.mgr.AppendTokens(r.kv_handle, token_buf_);
-          if (in.num_spec > 0) r.num_spec_tokens = NextStepDrafts(r, in.num_spec);
-        }
-        auto& run = in.state.running;
-        run.erase(std::remove_if(run.begin(), run.end(),
-                                 [](SimRequest* p) { return p->status == RequestStatus::kFinished; }),
-                  run.end());
-        in.step.scheduled.clear();
-        in.step.preempted.clear();
-        for (const auto& [id, outs] : done) {
-          if (in.prefill) {
-            OnPrefillDone(i, id);
-          } else {
-            OnFinished(i, id, outs);
-          }
-        }
-        in.Integrate(now_);
-        if (!in.prefill) TryReserve(i);
-        if (trace_) {
-          trace_->Counters(now_, in.mgr.usage(), static_cast<int64_t>(in.state.running.size()),
-                           static_cast<int64_t>(in.state.waiting.size() + in.pending.size()),
-                           InstancePid(i));
-        }
-        RequestSchedule(i);
+      case EventKind::kStepEnd:
+        OnStepEnd(InstanceOf(e).instance);
         break;
-      }
       case EventKind::kWireStart:
-        OnWireStart(target);
+        OnWireStart(RequestOf(e).id);
         break;
       case EventKind::kKvReady:
-        OnKvReady(target);
+        OnKvReady(RequestOf(e).id);
         break;
     }
   }
-  for (auto& in : inst_) in->Integrate(now_);
   if (trace_) TraceRequests();
+}
+
+void ClusterSim::OnSchedule(int i) {
+  Instance& in = *inst_[static_cast<size_t>(i)];
+  in.schedule_pending = false;
+  if (in.inst.step_in_flight() || in.inst.idle()) return;
+  const bool runs = in.inst.BeginStep();
+  const StepPlan& step = in.inst.step();
+  in.preemptions += static_cast<int64_t>(step.preempted.size());
+  if (!runs) {
+    if (SimRequest* head = in.inst.RejectStuckHead()) {
+      const RequestId id = head->id;
+      in.live.erase(id);
+      Reject(id);
+      RequestSchedule(i);
+    }
+    return;
+  }
+  in.cost.Begin();
+  in.step_tokens = 0;
+  in.step_admitted = 0;
+  in.step_preempted = static_cast<int64_t>(step.preempted.size());
+  for (const ScheduledChunk& c : step.scheduled) {
+    in.cost.Add(c.num_tokens, c.num_computed_before);
+    in.step_tokens += c.num_tokens;
+    if (c.new_admission) ++in.step_admitted;
+    PdRecord& rec = records_[static_cast<size_t>(c.req->id)];
+    if (in.prefill() && c.new_admission && rec.prefill_start < 0) {
+      rec.prefill_start = now_;
+      rec.prefill_hit_tokens = c.hit_tokens;
+    }
+  }
+  in.step_start = now_;
+  ++in.steps;
+  Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, InstanceEvent{i});
+}
+
+void ClusterSim::OnStepEnd(int i) {
+  Instance& in = *inst_[static_cast<size_t>(i)];
+  const StepPlan& step = in.inst.step();
+  if (trace_) {
+    trace_->Step(in.step_start, now_, in.step_tokens, static_cast<int64_t>(step.scheduled.size()),
+                 in.step_admitted, in.step_preempted, InstancePid(i));
+  }
+  const int64_t vocab = workload_->vocab_size();
+  // Decoded tokens reach the user after the output processor handles the step.
+  int64_t emitting = 0;
+  for (const ScheduledChunk& c : step.scheduled) emitting += c.samples ? 1 : 0;
+  const Tick seen = now_ + in.cost.OutputNanos(emitting);
+  in.finished.clear();
+  in.inst.EndStep(
+      [&](SimRequest& r, const ScheduledChunk&, int64_t n, std::vector<TokenId>& tokens) {
+        const RequestSpec& spec = specs_.at(r.id);
+        for (int64_t k = 0; k < n; ++k) {
+          tokens.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
+        }
+        // A prefill instance's one token is sampled and discarded (the proxy asked for it
+        // only to run the prompt): the user sees tokens from the decoder.
+        if (in.prefill()) return;
+        PdRecord& rec = records_[static_cast<size_t>(r.id)];
+        if (rec.first_token < 0) rec.first_token = seen;
+        Instance::Live& lv = Instance::LiveOf(r);
+        if (lv.last_emit >= 0) itl_.Add(seen - lv.last_emit);
+        lv.last_emit = seen;
+      },
+      in.finished);
+  in.SampleKvUsage(now_);
+  for (SimRequest* r : in.finished) {
+    if (in.prefill()) {
+      OnPrefillDone(i, r->id);
+    } else {
+      OnFinished(i, r->id, r->num_output_tokens);
+    }
+  }
+  if (!in.prefill()) TryReserve(i);
+  if (trace_) {
+    trace_->Counters(
+        now_, in.inst.kv().usage(), static_cast<int64_t>(in.state().running.size()),
+        static_cast<int64_t>(in.state().waiting.size()) + in.inst.num_incoming_waiting(),
+        InstancePid(i));
+  }
+  RequestSchedule(i);
 }
 
 void ClusterSim::TraceNetwork() {
@@ -394,7 +387,7 @@ void ClusterSim::SetTrace(TraceRecorder* trace) {
   for (size_t i = 0; i < inst_.size(); ++i) {
     const Instance& in = *inst_[i];
     trace_->NameProcess(InstancePid(static_cast<int>(i)),
-                        fmt::format("{} {}", in.prefill ? "prefill" : "decode", in.index));
+                        fmt::format("{} {}", InstanceRoleName(in.inst.role()), in.index));
   }
 }
 
@@ -441,13 +434,13 @@ void ClusterSim::OnArrival(int64_t id) {
   rec.arrived = true;
   rec.arrival = spec.arrival;
   rec.prompt_tokens = spec.num_prompt_tokens;
-  if (first_arrival_ < 0) first_arrival_ = now_;
+  if (first_arrival_ < 0 || rec.arrival < first_arrival_) first_arrival_ = rec.arrival;
   const Instance& p0 = *inst_[0];
   const Instance& d0 = *inst_[static_cast<size_t>(num_prefill_)];
   const int64_t n = rec.prompt_tokens;
-  if (n < 1 || n >= p0.params.max_model_len || n >= d0.params.max_model_len ||
-      p0.mgr.BlocksNeededFresh(n) > p0.usable_blocks ||
-      d0.mgr.BlocksNeededFresh(n) > d0.usable_blocks) {
+  if (n < 1 || n >= p0.params().max_model_len || n >= d0.params().max_model_len ||
+      p0.inst.kv().BlocksNeededFresh(n) > p0.usable_blocks ||
+      d0.inst.kv().BlocksNeededFresh(n) > d0.usable_blocks) {
     Reject(id);
     return;
   }
@@ -457,15 +450,11 @@ void ClusterSim::OnArrival(int64_t id) {
   rec.prefill_instance = p;
   Instance& in = *inst_[static_cast<size_t>(p)];
   auto lv = std::make_unique<Instance::Live>();
-  SimRequest& r = lv->req;
+  SimRequest& r = *lv;
   r.id = id;
   r.arrival_tick = now_;
-  r.num_prompt_tokens = n;
-  r.num_tokens = n;
-  r.max_output_tokens = 1;
-  r.kv_handle = in.mgr.AddRequest(prompt);
+  in.inst.Admit(&r, prompt);  // max_tokens = 1
   in.live[id] = std::move(lv);
-  in.state.AddWaiting(&in.live[id]->req, in.params.policy);
   ++in.requests;
   RequestSchedule(p);
 }
@@ -480,15 +469,12 @@ void ClusterSim::OnPrefillDone(int p, int64_t id) {
   rec.decode_instance = d_local;
   Instance& in = *inst_[static_cast<size_t>(d)];
   auto lv = std::make_unique<Instance::Live>();
-  SimRequest& r = lv->req;
+  SimRequest& r = *lv;
   r.id = id;
   r.arrival_tick = rec.arrival;
-  r.num_prompt_tokens = rec.prompt_tokens;
-  r.num_tokens = rec.prompt_tokens;
   r.max_output_tokens = std::max<int64_t>(1, spec.max_output_tokens);
-  r.kv_handle = in.mgr.AddRequest(prompt);
+  in.inst.Admit(&r, prompt);  // waits for blocks to receive into
   in.live[id] = std::move(lv);
-  in.pending.push_back(id);
   in.inbound_tokens += rec.prompt_tokens;
   ++in.requests;
   Transfer& t = transfers_[id];
@@ -499,27 +485,15 @@ void ClusterSim::OnPrefillDone(int p, int64_t id) {
 
 void ClusterSim::TryReserve(int d) {
   Instance& in = *inst_[static_cast<size_t>(d)];
-  while (!in.pending.empty()) {
-    const int64_t id = in.pending.front();
-    if (static_cast<int64_t>(in.state.running.size() + in.state.waiting.size()) + in.in_flight >=
-        in.params.max_num_seqs) {
-      return;
-    }
-    Instance::Live& lv = in.live_of(id);
-    const int64_t n = lv.req.num_prompt_tokens;
-    const PrefixHit hit = in.mgr.GetComputedBlocks(lv.req.kv_handle, 0);
-    if (!in.mgr.AllocateSlots(lv.req.kv_handle, 0, n - hit.num_tokens, hit.num_tokens, 0, true)) {
-      return;  // wait for blocks (FIFO: head-of-line, like vLLM's waiting queue)
-    }
-    in.pending.pop_front();
-    ++in.in_flight;
-    in.Integrate(now_);
+  while (SimRequest* r = in.inst.ReserveIncoming()) {
+    const int64_t id = r->id;
+    const int64_t n = r->num_prompt_tokens;
+    const int64_t hit_tokens = r->num_cached_tokens;
     PdRecord& rec = records_[static_cast<size_t>(id)];
     rec.reserved = now_;
-    rec.decode_hit_tokens = hit.num_tokens;
-    lv.req.num_cached_tokens = hit.num_tokens;
+    rec.decode_hit_tokens = hit_tokens;
     Transfer& t = transfers_.at(id);
-    t.cost = setup_.transfer.ForRequest(hit.num_tokens, n);
+    t.cost = setup_.transfer.ForRequest(hit_tokens, n);
     ++rec.transfers;
     rec.transfer_tokens = t.cost.tokens;
     rec.descriptors = t.cost.descriptors;
@@ -530,7 +504,7 @@ void ClusterSim::TryReserve(int d) {
     const Tick save = tm.SaveRelayoutNs(t.cost);
     const Tick post = tm.PostingNs(t.cost);
     t.post_end = now_ + save + post;
-    Push(tm.overlap_posting ? now_ + save : t.post_end, EventKind::kWireStart, id);
+    Push(tm.overlap_posting ? now_ + save : t.post_end, EventKind::kWireStart, RequestEvent{id});
   }
 }
 
@@ -554,14 +528,14 @@ void ClusterSim::OnWireEnd(int64_t flow) {
   rec.wire_end = now_;
   // The decoder has read the blocks: the prefill instance frees them (they stay cached).
   Instance& p = *inst_[static_cast<size_t>(t.p)];
-  p.mgr.RemoveRequest(p.live_of(id).req.kv_handle);
+  p.inst.Release(&p.live_of(id));
   p.live.erase(id);
-  p.Integrate(now_);
   RequestSchedule(t.p);
   const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
   const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
   const Tick delivered = std::max(now_, tm.overlap_posting ? t.post_end : now_);
-  Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), EventKind::kKvReady, id);
+  Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), EventKind::kKvReady,
+       RequestEvent{id});
 }
 
 void ClusterSim::OnKvReady(int64_t id) {
@@ -570,13 +544,8 @@ void ClusterSim::OnKvReady(int64_t id) {
   PdRecord& rec = records_[static_cast<size_t>(id)];
   rec.kv_ready = now_;
   Instance& in = *inst_[static_cast<size_t>(d)];
-  --in.in_flight;
   in.inbound_tokens -= rec.prompt_tokens;
-  SimRequest& r = in.live_of(id).req;
-  // Every prompt token is in the cache; vLLM replays the last one for its logits.
-  r.num_computed_tokens = r.num_prompt_tokens - 1;
-  r.status = RequestStatus::kRunning;
-  in.state.running.push_back(&r);
+  in.inst.ResumeWithKv(&in.live_of(id));
   transfers_.erase(id);
   RequestSchedule(d);
 }
@@ -587,8 +556,7 @@ void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {
   rec.finish = std::max(now_, in.live_of(id).last_emit);  // when the last token is seen
   rec.output_tokens = outputs;
   last_finish_ = std::max(last_finish_, rec.finish);
-  in.mgr.RemoveRequest(in.live_of(id).req.kv_handle);
-  in.live.erase(id);
+  in.live.erase(id);  // its blocks were freed at the step's end
   EndForWorkload(id, outputs);
 }
 
@@ -606,12 +574,12 @@ void ClusterSim::EndForWorkload(int64_t id, int64_t output_tokens) {
     const int64_t fid = f.id;
     const Tick at = f.arrival + inst_[0]->cost.IntakeNanos(f.num_prompt_tokens);
     specs_[fid] = std::move(f);
-    Push(at, EventKind::kArrival, fid);
+    Push(at, EventKind::kArrival, RequestEvent{fid});
   }
 }
 
 void ClusterSim::CheckInvariants() const {
-  for (const auto& in : inst_) in->mgr.CheckInvariants();
+  for (const auto& in : inst_) in->inst.kv().CheckInvariants();
   net_.CheckInvariants();
   for (const PdRecord& r : records_) {
     KVSIM_CHECK(r.transfers <= 1);
@@ -621,9 +589,6 @@ void ClusterSim::CheckInvariants() const {
 
 ClusterSummary ClusterSim::Summary() const {
   ClusterSummary s;
-  const Tick span = std::max<Tick>(1, (last_finish_ > 0 ? last_finish_ : now_) -
-                                          std::max<Tick>(0, first_arrival_));
-  s.makespan_s = static_cast<double>(span) / static_cast<double>(kTicksPerSecond);
   std::vector<double> ttft, queue, prefill, transfer, first, tpot, e2e, wire;
   int64_t outputs = 0;
   for (const PdRecord& r : records_) {
@@ -660,6 +625,12 @@ ClusterSummary ClusterSim::Summary() const {
                      static_cast<double>(r.output_tokens - 1));
     }
   }
+  // The makespan as the Engine's Metrics::Summarize takes it: from the first request's send
+  // time (the origin of its TTFT) to the last finish, or to the end of the run when some
+  // request is unfinished.
+  const Tick t_end = s.unfinished > 0 ? now_ : last_finish_;
+  const Tick span = first_arrival_ >= 0 ? std::max<Tick>(1, t_end - first_arrival_) : 1;
+  s.makespan_s = static_cast<double>(span) / static_cast<double>(kTicksPerSecond);
   s.ttft = ExactPercentiles(ttft);
   s.queue = ExactPercentiles(queue);
   s.prefill = ExactPercentiles(prefill);
@@ -669,20 +640,28 @@ ClusterSummary ClusterSim::Summary() const {
   s.tpot = ExactPercentiles(tpot);
   s.e2e = ExactPercentiles(e2e);
   s.output_throughput = static_cast<double>(outputs) / s.makespan_s;
+  const Percentiles itl = itl_.Summarize();  // in ticks; as ms, as Metrics::Summarize
+  s.itl = {itl.mean / 1e6, itl.p50 / 1e6, itl.p90 / 1e6, itl.p99 / 1e6, itl.max / 1e6, itl.count};
   for (int role = 0; role < 2; ++role) {
     PoolSummary& ps = role == 0 ? s.prefill_pool : s.decode_pool;
     ps.role = role == 0 ? "prefill" : "decode";
     for (const auto& in : inst_) {
-      if (in->prefill != (role == 0)) continue;
+      if (in->prefill() != (role == 0)) continue;
       ps.kv_usage_mean.push_back(in->usage_area / static_cast<double>(span));
       ps.kv_usage_max.push_back(in->usage_max);
       ps.requests.push_back(in->requests);
-      ps.lookups += in->mgr.stats().requests;
-      ps.query_tokens += in->mgr.stats().query_tokens;
-      ps.hit_tokens += in->mgr.stats().hit_tokens;
+      const PrefixCacheStats& st = in->inst.kv().stats();
+      ps.lookups += st.requests;
+      ps.query_tokens += st.query_tokens;
+      ps.hit_tokens += st.hit_tokens;
       ps.steps += in->steps;
       ps.preemptions += in->preemptions;
+      ps.spec_drafts += in->inst.drafts_scheduled();
+      ps.spec_accepted += in->inst.drafts_accepted();
     }
+    ps.spec_acceptance = ps.spec_drafts > 0 ? static_cast<double>(ps.spec_accepted) /
+                                                  static_cast<double>(ps.spec_drafts)
+                                            : 0.0;
     ps.hit_rate = ps.query_tokens > 0 ? static_cast<double>(ps.hit_tokens) /
                                             static_cast<double>(ps.query_tokens)
                                       : 0.0;
@@ -712,7 +691,8 @@ nlohmann::json PoolJson(const PoolSummary& p) {
           {"requests", p.requests},           {"lookups", p.lookups},
           {"query_tokens", p.query_tokens},   {"hit_tokens", p.hit_tokens},
           {"hit_rate", p.hit_rate},           {"steps", p.steps},
-          {"preemptions", p.preemptions}};
+          {"preemptions", p.preemptions},     {"spec_drafts", p.spec_drafts},
+          {"spec_accepted", p.spec_accepted}, {"spec_acceptance", p.spec_acceptance}};
 }
 
 std::string StatLine(const char* name, const Percentiles& p) {
@@ -740,6 +720,7 @@ nlohmann::json ClusterSummaryToJson(const ClusterSummary& s) {
                              {"first_decode", StatsJson(s.first_decode)}}},
           {"wire_ms", StatsJson(s.wire)},
           {"tpot_ms", StatsJson(s.tpot)},
+          {"itl_ms", StatsJson(s.itl)},
           {"e2e_ms", StatsJson(s.e2e)},
           {"transfer", {{"requests", s.transferred_requests}, {"bytes", s.bytes},
                         {"descriptors", s.descriptors},
@@ -765,6 +746,7 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
   out += StatLine("  first decode", s.first_decode);
   out += StatLine("wire (in transfer)", s.wire);
   out += StatLine("TPOT", s.tpot);
+  out += StatLine("ITL", s.itl);
   out += StatLine("E2E", s.e2e);
   out += fmt::format(
       "KV transfer: {} requests, {} over {} descriptors ({:.0f} per request); re-layout {} on "
@@ -782,11 +764,17 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
       usage += fmt::format("{}{:.1f}/{:.1f}", i ? " " : "", 100.0 * p->kv_usage_mean[i],
                            100.0 * p->kv_usage_max[i]);
     }
+    std::string spec;
+    if (p->spec_drafts > 0) {
+      spec = fmt::format(", spec acceptance {:.1f}% ({} of {} drafts)",
+                         100.0 * p->spec_acceptance, WithCommas(p->spec_accepted),
+                         WithCommas(p->spec_drafts));
+    }
     out += fmt::format(
         "{} pool: prefix hit rate {:.1f}% ({} of {} tokens, {} lookups), {} steps, {} "
-        "preemptions, KV usage mean/max % per instance: {}\n",
+        "preemptions{}, KV usage mean/max % per instance: {}\n",
         p->role, 100.0 * p->hit_rate, WithCommas(p->hit_tokens), WithCommas(p->query_tokens),
-        p->lookups, p->steps, p->preemptions, usage);
+        p->lookups, p->steps, p->preemptions, spec, usage);
   }
   out += "links (utilisation over the makespan):\n";
   for (size_t i = 0; i < s.links.size() && i < 6; ++i) {

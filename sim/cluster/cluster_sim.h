@@ -16,8 +16,9 @@
 // usable on D: waiting for decode blocks, re-layouts, posting, wire, latency) + first decode
 // (→ first token on D). The four parts add up exactly (tested).
 //
-// Each instance is the scheduler (sim/scheduler) over its own KvCacheManager (core) with
-// the pool's plan, priced by the pool's CostModel. ClusterSim owns the instances, the flow
+// Each instance is an EngineInstance (sim/instance/engine_instance.h) in its role (prefill
+// or decode): the scheduler (sim/scheduler) over its own KvCacheManager (core) with the
+// pool's plan, priced by the pool's CostModel. ClusterSim owns the instances, the flow
 // network, the routers and the workload; everything is deterministic for a scenario + seed.
 // Deviations from vLLM, on purpose: decode-side blocks are reserved outside the scheduler's
 // token budget (vLLM admits WAITING_FOR_REMOTE_KVS requests through the waiting queue) and
@@ -82,6 +83,9 @@ struct PoolSummary {
   double hit_rate = 0;  // hit_tokens / query_tokens over every lookup of the pool
   int64_t steps = 0;
   int64_t preemptions = 0;
+  // Speculative decoding (decode pool): drafts verified, drafts accepted, their ratio.
+  int64_t spec_drafts = 0, spec_accepted = 0;
+  double spec_acceptance = 0;
 };
 
 struct LinkSummary {
@@ -96,6 +100,9 @@ struct ClusterSummary {
   double makespan_s = 0;
   // Over finished requests, in milliseconds.
   Percentiles ttft, queue, prefill, transfer, first_decode, tpot, e2e;
+  // Inter-token latency: one value per decode step that emitted tokens for a request, the
+  // time since its previous emission (the Engine's ITL; log-bucketed percentiles).
+  Percentiles itl;
   Percentiles wire;  // wire_end − wire_start
   int64_t transferred_requests = 0;
   int64_t bytes = 0, descriptors = 0, save_relayout_bytes = 0, receive_relayout_bytes = 0;
@@ -134,10 +141,23 @@ class ClusterSim {
 
   ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload);
   Status Init();
-  // Events carry an instance index (global) or a request id.
-  void Push(Tick t, EventKind kind, int64_t a);
+  // Typed event payloads. An Event (sim/event.h) carries one integer; these are the only
+  // code that writes or reads it, and no bit of it has a second meaning (an open-loop
+  // arrival is known by its id: open_loop_next_).
+  struct InstanceEvent {  // kSchedule, kStepEnd
+    int instance = 0;     // global index: prefill instances, then decode instances
+  };
+  struct RequestEvent {  // kArrival, kWireStart, kKvReady
+    RequestId id = 0;
+  };
+  void Push(Tick t, EventKind kind, InstanceEvent e);
+  void Push(Tick t, EventKind kind, RequestEvent e);
+  static InstanceEvent InstanceOf(const Event& e);
+  static RequestEvent RequestOf(const Event& e);
   void PullOpenLoop();
   void OnArrival(int64_t id);
+  void OnSchedule(int inst);  // a decision on instance `inst`; a non-empty one starts a step
+  void OnStepEnd(int inst);
   void OnPrefillDone(int p, int64_t id);
   void TryReserve(int d);
   void OnWireStart(int64_t id);
@@ -171,14 +191,17 @@ class ClusterSim {
   std::map<int64_t, Transfer> transfers_;  // by request id
   std::map<int64_t, int64_t> flow_to_request_;
   std::vector<PdRecord> records_;
+  LogHistogram itl_;  // decode emissions, as Metrics::Emission records them
   bool open_loop_done_ = false;
+  // The open-loop arrival in the queue, if any. Open-loop requests enter one at a time, in
+  // send order: when this one enters, the next is pulled.
+  std::optional<RequestId> open_loop_next_;
   Tick now_ = 0;
   Tick stop_at_ = -1;
-  Tick first_arrival_ = -1;
+  Tick first_arrival_ = -1;  // the earliest send time (spec.arrival) of an arrived request
   Tick last_finish_ = 0;
   int64_t hash_block_ = 16;
   double flow_cap_ = 0;  // bytes per ns; 0 = none
-  std::vector<TokenId> token_buf_;  // one request's new output tokens (reused every step)
   std::vector<TokenId> prompt_buf_;  // PromptOf
   std::vector<RequestSpec> follow_buf_;
   TraceRecorder* trace_ = nullptr;
