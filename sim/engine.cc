@@ -89,7 +89,8 @@ void Engine::PullOpenLoop() {
   // in send order (the next one is pulled when this one enters, so never before now).
   const Tick t = std::max(now_, next->arrival + cost_.IntakeNanos(next->num_prompt_tokens));
   Announce(std::move(*next));
-  queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(id) | (uint64_t{1} << 63));
+  open_loop_id_ = id;  // its arrival pulls the next one (follow-ups do not)
+  queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(id));
 }
 
 void Engine::RequestSchedule() {
@@ -108,8 +109,9 @@ void Engine::Run() {
     now_ = e->tick;
     switch (e->kind) {
       case EventKind::kArrival: {
-        const bool open_loop = (e->payload >> 63) != 0;
-        OnArrival(static_cast<int64_t>(e->payload & ~(uint64_t{1} << 63)));
+        const auto id = static_cast<int64_t>(e->payload);
+        const bool open_loop = id == open_loop_id_;
+        OnArrival(id);
         if (open_loop) PullOpenLoop();
         break;
       }
@@ -244,15 +246,12 @@ void Engine::OnSchedule() {
         return;
       }
     }
-    if (state.running.empty() && state.num_waiting() > 0) {
+    if (SimRequest* head = inst_.RejectStuckHead()) {
       // Nothing runs and the head of the queue still cannot be admitted: it never will be
-      // (the cache is as empty as it gets). Reject it so the run cannot hang.
-      SimRequest* head = !state.skipped_waiting.empty() ? state.skipped_waiting.front()
-                                                        : state.waiting.front();
+      // (the cache is as empty as it gets). It is rejected so the run cannot hang.
       const int64_t id = head->id;
       Live& l = LiveOf(*head);
       if (offload_) offload_->RequestFinished(l);
-      inst_.Drop(head);
       Reject(l);
       Release(l.spec);
       live_.erase(id);

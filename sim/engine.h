@@ -134,6 +134,7 @@ class Engine {
   // Async: where the running step's GPU part started, and whether the step being launched
   // was decided while the previous one ran (its CPU part overlapped that GPU part).
   Tick prev_gpu_start_ = 0;
+  int64_t open_loop_id_ = -1;  // the announced open-loop request (its arrival pulls the next)
   bool back_to_back_ = false;
   Tick now_ = 0;
   Tick stop_at_ = -1;
