@@ -448,12 +448,13 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
                                    int64_t num_lookahead_tokens, bool full_sequence_must_fit,
                                    int64_t num_in_flight_tokens,
                                    int64_t num_external_computed_tokens, bool delay_cache_blocks,
-                                   int64_t reserved_blocks) {
+                                   int64_t reserved_blocks, int64_t watermark_blocks) {
   Impl& m = *impl_;
   RequestState& r = m.reqs[static_cast<size_t>(h)];
   KVSIM_CHECK(r.live);
   KVSIM_CHECK(num_new_tokens >= 0 && num_lookahead_tokens >= 0 && num_computed_tokens >= 0 &&
-              num_external_computed_tokens >= 0 && reserved_blocks >= 0);
+              num_external_computed_tokens >= 0 && reserved_blocks >= 0 &&
+              watermark_blocks >= 0);
   const bool use_hit = num_new_computed_tokens > 0;
   if (use_hit) {
     KVSIM_CHECK_MSG(
@@ -509,12 +510,12 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
       need += evictable(g) +
               p.NumNewBlocks(whole_demand, num_hit(g), r.groups[g], p.MaxBlocksPerRequest(max_len));
     }
-    if (need > free) return false;
+    if (need + watermark_blocks > free) return false;
   }
   int64_t need = 0;
   for (size_t g = 0; g < ng; ++g)
     need += evictable(g) + m.policies[g]->NumNewBlocks(demand, num_hit(g), r.groups[g], 0);
-  if (need > free - reserved_blocks) return false;
+  if (need + watermark_blocks > free - reserved_blocks) return false;
 
   // 1. Touch every group's hit blocks, then 2. allocate group by group.
   if (use_hit) {

@@ -183,13 +183,15 @@ class KvCacheManager {
   // tokens (classic frees up to num_computed_tokens).
   // A connector's load: `num_external_computed_tokens` more tokens after the hit get slots as
   // if computed (their KV is copied in); with `delay_cache_blocks` nothing is cached now
-  // (CacheBlocks once the load is done). `reserved_blocks` [latest]: free blocks the
+  // (CacheBlocks once the load is done). `watermark_blocks` [latest]: free blocks that must
+  // remain beyond the allocation (both checks; the scheduler passes it for waiting requests
+  // while others run). `reserved_blocks` [latest]: free blocks the
   // allocation must leave to in-flight prefills (not counted by the whole-sequence check).
   bool AllocateSlots(RequestHandle h, int64_t num_computed_tokens, int64_t num_new_tokens,
                      int64_t num_new_computed_tokens = 0, int64_t num_lookahead_tokens = 0,
                      bool full_sequence_must_fit = false, int64_t num_in_flight_tokens = 0,
                      int64_t num_external_computed_tokens = 0, bool delay_cache_blocks = false,
-                     int64_t reserved_blocks = 0);
+                     int64_t reserved_blocks = 0, int64_t watermark_blocks = 0);
 
   // vLLM's cache_blocks(request, num_tokens): caches the request's full blocks up to
   // min(num_tokens, its appended tokens). AllocateSlots does this for the tokens it covers;

@@ -39,6 +39,15 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   std::unique_ptr<Engine> e(
       new Engine(sc, std::move(plan.value()), kvc.value(), params, std::move(wl.value())));
   e->workload_note_ = note;
+  if (sc.sim.scheduler.watermark > 0) {
+    if (e->plan_.config.semantics == VllmSemantics::kClassic) {
+      return Status::Error("bad_value", sc.Where("scheduler.watermark") +
+                                            ": scheduler.watermark: the classic snapshot has "
+                                            "no admission watermark (latest only)");
+    }
+    e->inst_.set_watermark_blocks(static_cast<int64_t>(
+        sc.sim.scheduler.watermark * static_cast<double>(e->plan_.num_blocks)));
+  }
   if (offload) {
     // Copies go over the GPU's host link; every rank copies its share of each block in
     // parallel, so one rank's bytes set the time.

@@ -12,6 +12,9 @@ namespace kvsim {
 class KvAdapter : public IKvAllocator {
  public:
   explicit KvAdapter(KvCacheManager* manager) : mgr_(manager) {}
+  // [latest] SchedulerConfig.watermark: int(watermark · num_gpu_blocks) blocks a waiting
+  // request's admission must leave free while others run (0 = off, vLLM's default).
+  void set_watermark_blocks(int64_t n) { watermark_blocks_ = n; }
 
   PrefixHitInfo FindPrefixHit(const SimRequest& r) override {
     const PrefixHit hit = mgr_->GetComputedBlocks(r.kv_handle, r.num_computed_tokens);
@@ -22,12 +25,12 @@ class KvAdapter : public IKvAllocator {
     return mgr_->MambaAlignedSplit(r.kv_handle, start, n, shared_prefix, chunk_limit);
   }
   bool AllocateSlots(const SimRequest& r, const AllocateArgs& a) override {
-    // The manager has no watermark (vLLM's default watermark is 0).
     return mgr_->AllocateSlots(r.kv_handle, r.num_computed_tokens, a.num_new_tokens,
                                a.num_new_computed_tokens, a.num_lookahead_tokens,
                                a.full_sequence_must_fit, /*num_in_flight_tokens=*/0,
                                a.num_external_computed_tokens, a.delay_cache_blocks,
-                               a.reserved_blocks);
+                               a.reserved_blocks,
+                               a.apply_watermark ? watermark_blocks_ : 0);
   }
   void Free(const SimRequest& r) override { mgr_->Free(r.kv_handle); }
   void CacheBlocks(const SimRequest& r, int64_t num_tokens) override {
@@ -39,6 +42,7 @@ class KvAdapter : public IKvAllocator {
 
  private:
   KvCacheManager* mgr_;
+  int64_t watermark_blocks_ = 0;
 };
 
 }  // namespace kvsim

@@ -36,9 +36,12 @@ struct SchedulerExtras {
   bool enable_chunked_prefill = true;
   std::string policy = "fcfs";
   bool full_sequence_must_fit = true;
-  // vLLM's default engine; off until the step-time model splits a step's CPU and GPU parts
-  // (async overlaps them). Single-engine runs only: P/D instances and drafts run sync.
+  // vLLM's default engine; off by default here (its fitted step times match measured runs
+  // better sync, README). Single-engine runs only: P/D instances and drafts run sync.
   bool async_scheduling = false;
+  // [latest] SchedulerConfig.watermark: a waiting request is admitted only if
+  // int(watermark · num_gpu_blocks) blocks stay free beyond it while others run (0 = off).
+  double watermark = 0;
 };
 
 struct RunConfig {

@@ -151,6 +151,10 @@ void RegisterSchedule(CLI::App& app) {
                   "free-queue profile: classic (2026-05) or latest (2026-08-18)")
       ->check(CLI::IsMember({"classic", "latest"}))
       ->capture_default_str();
+  cmd->add_option("--watermark", args->watermark,
+                  "[latest] admit a waiting request only if int(F * num_gpu_blocks) blocks stay "
+                  "free beyond it while others run (vLLM's SchedulerConfig.watermark; 0 = off)")
+      ->capture_default_str();
   cmd->add_option("--num-cpu-blocks", args->num_cpu_blocks,
                   "CPU offloading tier size in offloaded blocks (0 = no tier; step-log.md §8)")
       ->capture_default_str();

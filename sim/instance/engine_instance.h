@@ -92,6 +92,9 @@ class EngineInstance {
     Schedule(params_, state_, adapter_, plan, connector_);
   }
 
+  // [latest] the admission watermark in blocks (int(watermark · num_gpu_blocks); 0 = off).
+  void set_watermark_blocks(int64_t n) { adapter_.set_watermark_blocks(n); }
+
   // A KV connector (the CPU offloading tier) the scheduler consults; null = none.
   void set_connector(IKvConnector* connector) { connector_ = connector; }
 

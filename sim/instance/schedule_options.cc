@@ -42,6 +42,7 @@ std::string ScheduleOptions::CommandLine() const {
   flag("reserve-full-isl", "no-reserve-full-isl", reserve_full_isl, d.reserve_full_isl);
   str("policy", policy, d.policy);
   str("vllm-semantics", semantics, d.semantics);
+  if (watermark != d.watermark) s += fmt::format(" --watermark {}", watermark);
   num("num-cpu-blocks", num_cpu_blocks, d.num_cpu_blocks);
   num("offload-block-size", offload_block_size, d.offload_block_size);
   str("eviction-policy", eviction_policy, d.eviction_policy);
@@ -76,6 +77,10 @@ Result<StepClockConfig> MakeStepClockConfig(const ScheduleOptions& a, int64_t ma
   if (a.xfer_timing != "instant" && a.xfer_timing != "next-step") {
     return Bad("--xfer-timing must be instant or next-step");
   }
+  if (!(a.watermark >= 0 && a.watermark < 1)) return Bad("--watermark must be in [0, 1)");
+  if (a.watermark > 0 && a.semantics == "classic") {
+    return Bad("--watermark is the latest snapshot's (SchedulerConfig.watermark); classic has none");
+  }
   auto kv = KvCacheManagerConfigFromHybrid("", a.block_size, a.num_gpu_blocks);
   if (!kv.ok()) return kv.status();
   StepClockConfig c;
@@ -94,6 +99,7 @@ Result<StepClockConfig> MakeStepClockConfig(const ScheduleOptions& a, int64_t ma
   p.policy = a.policy == "priority" ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
   p.full_sequence_must_fit = a.reserve_full_isl;
   p.async_scheduling = a.async_scheduling;
+  c.watermark_blocks = static_cast<int64_t>(a.watermark * static_cast<double>(a.num_gpu_blocks));
   if (a.num_cpu_blocks < 0) return Bad("--num-cpu-blocks must not be negative (0 = no CPU tier)");
   if (a.num_cpu_blocks > max_blocks) return Bad("--num-cpu-blocks must be below " + Pow2(max_blocks));
   const bool tier_flags = a.offload_block_size != 0 || a.eviction_policy != "lru" ||

@@ -26,6 +26,7 @@ struct ScheduleOptions {
   bool reserve_full_isl = true;
   std::string policy = "fcfs";       // fcfs | priority
   std::string semantics = "latest";  // classic | latest (--vllm-semantics)
+  double watermark = 0;              // [latest] SchedulerConfig.watermark, a fraction
   // The CPU offloading tier; 0 CPU blocks = none.
   int64_t num_cpu_blocks = 0;
   int64_t offload_block_size = 0;       // 0 = the GPU block size

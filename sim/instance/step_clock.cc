@@ -255,6 +255,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     sched.reserve_for_inflight_prefills = config.offload->semantics == VllmSemantics::kLatest;
   }
   EngineInstance inst(config.kv, sched);
+  inst.set_watermark_blocks(config.watermark_blocks);
   std::unique_ptr<OffloadDriver> offload;
   if (config.offload) {
     offload = std::make_unique<OffloadDriver>(*config.offload, &inst.kv(), config.xfer_timing);

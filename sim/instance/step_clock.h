@@ -58,6 +58,7 @@ struct StepClockConfig {
   // vLLM's CPU offloading tier (step-log.md §8); nullopt = none. Its semantics follow kv's.
   std::optional<OffloadConnectorConfig> offload;
   XferTiming xfer_timing = XferTiming::kInstant;
+  int64_t watermark_blocks = 0;  // [latest] int(watermark · num_gpu_blocks)
   StepPoolObserver observer;  // optional
   int64_t max_steps = int64_t{1} << 31;  // a bound, not a knob: a run past it is an error
 };

@@ -372,6 +372,11 @@ void ParseSchedulerExtras(ConfigReader& s, Scenario& sc) {
   x.full_sequence_must_fit =
       s.Bool("full_sequence_must_fit", true,
              "admit a request only if its whole prompt fits (scheduler_reserve_full_isl)");
+  x.watermark = s.Double("watermark", 0,
+                         "[latest] admit a waiting request only if int(watermark x "
+                         "num_gpu_blocks) blocks stay free beyond it while others run (vLLM's "
+                         "SchedulerConfig.watermark; 0 = off)",
+                         0, 0.99);
   x.async_scheduling =
       s.Bool("async_scheduling", false,
              "decide step k+1 while step k runs, before its outputs are applied (vLLM's "

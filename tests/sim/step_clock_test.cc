@@ -189,6 +189,27 @@ TEST_CASE("step clock: PRIORITY + async, a skipped victim before the position hi
   CHECK(run.lines[2] == R"({"step": 2, "scheduled": [["B", 1, 4, -1]], "preempted": ["A"], "finished": [], "num_free_blocks": 1, "new": [], "resumed": [], "running": 2, "waiting": 1, "num_scheduled_tokens": 1})");
 }
 
+TEST_CASE("step clock [latest]: the watermark holds back a waiting request while others run") {
+  // Block 4, 9 usable blocks, watermark 0.2 → int(0.2 · 10) = 2 blocks. Step 0: A (8 tokens, 2
+  // blocks) is admitted with nothing running (no watermark); B (20 tokens, 5 blocks) needs
+  // 5 + 2 ≤ 7 free: admitted; C (4 tokens, 1 block) needs 1 + 2 > 2: the waiting pass stops
+  // (without the watermark C would fit). A and B finish; step 1 admits C with nothing running.
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 8), 1), Req("B", Range(101, 20), 1),
+                                      Req("C", Range(201, 4), 1)};
+  StepClockConfig cfg = Config(4, 10, false, VllmSemantics::kLatest);
+  cfg.watermark_blocks = 2;
+  const Run run = Drive(reqs, cfg);
+  const std::vector<std::string> want{
+      R"({"step": 0, "scheduled": [["A", 8, 0, 0], ["B", 20, 0, 0]], "preempted": [], "finished": ["A", "B"], "num_free_blocks": 2, "new": ["A", "B"], "resumed": [], "running": 2, "waiting": 1, "num_scheduled_tokens": 28})",
+      R"({"step": 1, "scheduled": [["C", 4, 0, 0]], "preempted": [], "finished": ["C"], "num_free_blocks": 8, "new": ["C"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 4})",
+  };
+  CHECK(run.lines == want);
+  cfg.watermark_blocks = 0;
+  const Run off = Drive(reqs, cfg);
+  REQUIRE(!off.lines.empty());
+  CHECK(off.lines[0].find(R"(["C", 4, 0, 0])") != std::string::npos);
+}
+
 TEST_CASE("step clock: idle gaps jump to the next arrival; a request that never fits is stuck") {
   const std::vector<StepRequest> reqs{Req("a", {1, 2}, 1, 5), Req("b", {3}, 1, 9)};
   const Run run = Drive(reqs, Config(4, 10));
