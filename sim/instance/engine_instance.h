@@ -159,6 +159,9 @@ class EngineInstance {
       } else {
         any_running = true;
       }
+      // With a connector, vLLM's _connector_finished frees the out-of-window (sliding
+      // window, old Mamba state) blocks first, then the rest of the table.
+      if (connector_ != nullptr) mgr_.RemoveSkippedBlocks(r->kv_handle, r->num_computed_tokens);
       mgr_.RemoveRequest(r->kv_handle);
       r->kv_handle = -1;
     }

@@ -116,6 +116,15 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
     sc.kind = !c.new_admission ? StoreCandidate::Kind::kRunning
               : c.resumed      ? StoreCandidate::Kind::kResumed
                                : StoreCandidate::Kind::kNew;
+    if (kv_->num_groups() > 1) {
+      // Null GPU blocks (outside a sliding window, Mamba padding) are not stored.
+      const RequestHandle h = c.req->kv_handle;
+      const KvCacheManager* kv = kv_;
+      sc.is_null_block = [kv, h](int group, int64_t i) {
+        const std::span<const BlockId> b = kv->blocks(h, group);
+        return i < static_cast<int64_t>(b.size()) && b[static_cast<size_t>(i)] == kNullBlock;
+      };
+    }
     candidates.push_back(sc);
   }
   if (connector_.config().semantics == VllmSemantics::kLatest) {
