@@ -218,7 +218,10 @@ void Engine::DecideInto(StepPlan& plan, StepRecord& record) {
     offload_->BeginDecision(now_);
   }
   inst_.Decide(plan);
-  if (offload_) OffloadDecision(plan);
+  if (offload_) {
+    OffloadDecision(plan);
+    (&plan == &step_ ? step_flush_until_ : next_flush_until_) = offload_->flush_until();
+  }
   for (SimRequest* p : plan.preempted) {
     metrics_.Preemption();
     metrics_.record(p->id).preemptions = p->num_preemptions;
@@ -289,17 +292,15 @@ void Engine::Launch() {
     }
   }
   const StepCost cost = cost_.Finish();
-  Tick dt = cost.total_ns;
-  if (async_ && back_to_back_) {
-    // Async scheduling: this step's CPU part (scheduling, input preparation) ran while the
-    // previous step's GPU part did; its GPU part starts once both are done
-    // (core/cost_model.h): max(previous GPU start + this CPU part, now).
-    const Tick gpu_start = std::max(now_, prev_gpu_start_ + cost.cpu_ns);
-    dt = std::max<Tick>(1, gpu_start - now_ + cost.gpu_ns);
-    prev_gpu_start_ = gpu_start;
-  } else {
-    prev_gpu_start_ = now_ + cost.cpu_ns;
-  }
+  // Async scheduling: this step's CPU part (scheduling, input preparation) ran while the
+  // previous step's GPU part did; its GPU part starts once both are done
+  // (core/cost_model.h): max(previous GPU start + this CPU part, now). Sync: after its CPU
+  // part. Either way it waits for the CPU-tier copies its decision flushed.
+  Tick gpu_start = async_ && back_to_back_ ? std::max(now_, prev_gpu_start_ + cost.cpu_ns)
+                                           : now_ + cost.cpu_ns;
+  gpu_start = std::max(gpu_start, step_flush_until_);
+  const Tick dt = std::max<Tick>(1, gpu_start - now_ + cost.gpu_ns);
+  prev_gpu_start_ = gpu_start;
   back_to_back_ = false;
   metrics_.Computed(step_.num_scheduled_tokens);
   if (trace_) {
@@ -394,6 +395,7 @@ void Engine::OnStepEnd() {
     next_decided_ = false;
     std::swap(step_, next_);
     std::swap(step_record_, next_record_);
+    std::swap(step_flush_until_, next_flush_until_);
     if (!step_.empty()) {
       back_to_back_ = true;  // decided while the previous step ran
       Launch();

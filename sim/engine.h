@@ -134,6 +134,10 @@ class Engine {
   // Async: where the running step's GPU part started, and whether the step being launched
   // was decided while the previous one ran (its CPU part overlapped that GPU part).
   Tick prev_gpu_start_ = 0;
+  // CPU tier: the end of the copies the decision of step_ (next_) flushed; its GPU part
+  // waits for them.
+  Tick step_flush_until_ = 0;
+  Tick next_flush_until_ = 0;
   int64_t open_loop_id_ = -1;  // the announced open-loop request (its arrival pulls the next)
   bool back_to_back_ = false;
   Tick now_ = 0;

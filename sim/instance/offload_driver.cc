@@ -76,6 +76,7 @@ bool OffloadDriver::LoadFinished(const SimRequest& r) {
 void OffloadDriver::BeginDecision(int64_t step) {
   step_ = step;
   record_ = OffloadStepRecord{};
+  flush_until_ = 0;
   if (timed_) {
     // The worker starts the stores the previous decision planned as this step runs.
     for (PendingJob& j : pending_)
@@ -84,11 +85,16 @@ void OffloadDriver::BeginDecision(int64_t step) {
 }
 
 void OffloadDriver::Flush(OffloadJobId id) {
-  // Timed copies keep their link time: a flush only guarantees they are done before the GPU
-  // blocks are reused, which their completion by then already models closely enough.
-  if (timed_) return;
-  for (PendingJob& j : pending_)
-    if (j.id == id) j.output_step = std::min(j.output_step, step_);
+  for (PendingJob& j : pending_) {
+    if (j.id != id) continue;
+    if (timed_) {
+      // The worker waits for the copy before the step's forward pass (handle_preemptions):
+      // the step cannot start its GPU part before the copy ends.
+      if (j.submitted) flush_until_ = std::max(flush_until_, j.output_step);
+    } else {
+      j.output_step = std::min(j.output_step, step_);
+    }
+  }
 }
 
 OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,

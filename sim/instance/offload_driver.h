@@ -15,6 +15,7 @@
 //   - stores of a finished request whose GPU source block was handed to a request again;
 //   - every copy, when no tracked request is unfinished (checked before the step's stores are
 //     planned). classic tracks a request from its first connector lookup, latest from arrival.
+// Timed, a flush delays the step: its GPU part starts once the flushed copies have ended.
 //
 // Per decision the driver records what the step log's §8 fields need: the connector
 // admissions (from the plan), the loads and stores started, the CPU blocks evicted.
@@ -103,6 +104,9 @@ class OffloadDriver : public IKvConnector {
   void RequestFinished(const SimRequest& r);
   // Copies in flight, loads waiting for promotion: something will still change.
   bool busy() const { return !pending_.empty() || !finished_recving_.empty(); }
+  // Timed: the end of the latest copy the last decision flushed (its step's GPU part waits
+  // for it), or 0.
+  int64_t flush_until() const { return flush_until_; }
   // Copies the last ApplyOutput completed (a deferred lookup may succeed now).
   int64_t completed_last_output() const { return completed_last_output_; }
 
@@ -135,6 +139,7 @@ class OffloadDriver : public IKvConnector {
   int64_t h2d_free_ = 0, d2h_free_ = 0;  // timed: when each direction's queue drains
   int64_t blocks_loaded_ = 0, blocks_stored_ = 0;
   int64_t step_ = 0;
+  int64_t flush_until_ = 0;  // timed: see flush_until()
   int64_t completed_last_output_ = 0;
   std::vector<PendingJob> pending_;                 // in submission order
   std::unordered_set<int64_t> finished_recving_;    // requests whose loads are all done
