@@ -199,7 +199,7 @@ void Engine::EndForWorkload(const RequestSpec& spec, int64_t output_tokens) {
 void Engine::OffloadDecision(const StepPlan& plan) {
   finished_ptrs_.clear();
   for (SimRequest& r : finished_since_decision_) finished_ptrs_.push_back(&r);
-  offload_->EndDecision(plan, finished_ptrs_);
+  last_offload_ = offload_->EndDecision(plan, finished_ptrs_);
   finished_since_decision_.clear();
   for (const ConnectorAdmission& a : plan.connector_admitted) {
     if (a.req->num_preemptions > 0) continue;  // a resume: first-admission metrics are set
@@ -373,6 +373,11 @@ void Engine::OnStepEnd() {
   }
   if (step_log_) {
     for (SimRequest* p : finished_buf_) step_record_.finished.push_back(static_cast<int32_t>(p->id));
+    if (offload_) {
+      // The tier as the step ends (copies count as done from the next decision on).
+      step_record_.cpu_blocks_used = offload_->num_cpu_blocks_used();
+      step_record_.cpu_blocks_ready = offload_->num_cpu_blocks_ready();
+    }
     (*step_log_)(step_record_);
   }
   if (offload_) {
@@ -425,6 +430,7 @@ void Engine::RecordDecision(const StepPlan& plan, StepRecord& rec) {
   rec.running = static_cast<int64_t>(inst_.state().running.size());
   rec.waiting = static_cast<int64_t>(inst_.state().waiting.size());
   rec.num_scheduled_tokens = plan.num_scheduled_tokens;
+  if (offload_) RecordOffloadDecision(plan, inst_.state(), last_offload_, rec);
 }
 
 void Engine::Finish(Live& l) {

@@ -68,6 +68,8 @@ class Engine {
   const KvCachePlan& plan() const { return plan_; }
   // The instance's KV cache manager (the viewer reads the pool from a step-log sink).
   const KvCacheManager& kv() const { return inst_.kv(); }
+  // The CPU tier's driver, or null without `cache.offload`.
+  const OffloadDriver* offload() const { return offload_.get(); }
   const Scenario& scenario() const { return sc_; }
   const std::string& workload_description() const { return workload_desc_; }
   const std::string& workload_note() const { return workload_note_; }
@@ -147,6 +149,7 @@ class Engine {
   std::vector<SimRequest*> finished_buf_;
   // The CPU offloading tier (cache.offload), or null; copies take the host link's time.
   std::unique_ptr<OffloadDriver> offload_;
+  OffloadStepRecord last_offload_;  // what the last decision started (for the step log)
   // Requests finished since the last decision, copied (the live ones are gone by then): the
   // tier's store pass visits them in the latest profile.
   std::vector<SimRequest> finished_since_decision_;

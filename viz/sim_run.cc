@@ -503,8 +503,14 @@ Result<std::unique_ptr<SimRun>> RunScenarioSimulation(const Scenario& scenario,
   if (engine.kv().config().num_blocks > (int64_t{1} << 24)) {
     return Status::Error("too_large", "the viewer records pools of at most 2^24 blocks");
   }
+  const int64_t cpu_slots =
+      engine.offload() != nullptr ? engine.offload()->connector().tier().num_blocks() : 0;
+  if (cpu_slots > (int64_t{1} << 24)) {
+    return Status::Error("too_large", "the viewer records CPU tiers of at most 2^24 blocks");
+  }
   auto run = SimRecorder::NewRun(
-      SimRun::Kind::kScenario, engine.kv().config().num_blocks, 0, limits.snapshot_budget_bytes,
+      SimRun::Kind::kScenario, engine.kv().config().num_blocks, cpu_slots,
+      limits.snapshot_budget_bytes,
       description,
       scenario.sim.scheduler.async_scheduling && scenario.cache.num_speculative_tokens == 0
           ? "pool at the end of step k, after the decision of step k+1 (async), before finished "
@@ -519,7 +525,7 @@ Result<std::unique_ptr<SimRun>> RunScenarioSimulation(const Scenario& scenario,
   };
   SimRecorder rec(run.get(), /*released_before_observe=*/false, oracle, limits, {});
   const StepRecordSink sink = [&](const ::kvsim::StepRecord& r) {
-    rec.Observe(r, engine.kv(), nullptr);
+    rec.Observe(r, engine.kv(), engine.offload());
   };
   engine.SetStepLog(&sink);
   engine.Run();

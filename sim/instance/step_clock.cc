@@ -228,6 +228,24 @@ Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path,
   return out;
 }
 
+void RecordOffloadDecision(const StepPlan& plan, const SchedulerState& state,
+                           OffloadStepRecord& offload, StepRecord& record) {
+  record.has_offload = true;
+  for (const ConnectorAdmission& a : plan.connector_admitted) {
+    record.kv_admitted.push_back(
+        {static_cast<int32_t>(a.req->id), a.gpu_hit_tokens, a.external_hit_tokens});
+  }
+  for (const SimRequest* r : state.skipped_waiting)
+    if (r->status == RequestStatus::kWaitingForRemoteKvs)
+      record.loading.push_back(static_cast<int32_t>(r->id));
+  for (auto& l : offload.loads)
+    record.cpu_loads.push_back({static_cast<int32_t>(l.request), std::move(l.block_indices)});
+  for (auto& st : offload.stores)
+    record.cpu_stores.push_back({static_cast<int32_t>(st.request), std::move(st.block_indices)});
+  for (const auto& e : offload.evicted)
+    record.cpu_evicted.push_back({static_cast<int32_t>(e.request), e.block_index});
+}
+
 Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
                                       const StepClockConfig& config, const StepRecordSink& sink) {
   if (Status s = config.kv.Validate(); !s.ok()) return s;
@@ -311,10 +329,9 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     OffloadStepRecord o = offload->EndDecision(p, finished_since_decision);
     finished_since_decision.clear();
     if (record == nullptr) return;
-    record->has_offload = true;
+    RecordOffloadDecision(p, inst.state(), o, *record);
     for (const ConnectorAdmission& a : p.connector_admitted) {
       const auto id = static_cast<int32_t>(a.req->id);
-      record->kv_admitted.push_back({id, a.gpu_hit_tokens, a.external_hit_tokens});
       StepRequestSummary& s = summary.per_request[static_cast<size_t>(id)];
       if (a.req->num_preemptions > 0) {
         s.resume_gpu_hit_tokens.push_back(a.gpu_hit_tokens);
@@ -324,15 +341,6 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
         s.cpu_hit_tokens = a.external_hit_tokens;
       }
     }
-    for (const SimRequest* r : inst.state().skipped_waiting)
-      if (r->status == RequestStatus::kWaitingForRemoteKvs)
-        record->loading.push_back(static_cast<int32_t>(r->id));
-    for (auto& l : o.loads)
-      record->cpu_loads.push_back({static_cast<int32_t>(l.request), std::move(l.block_indices)});
-    for (auto& st : o.stores)
-      record->cpu_stores.push_back({static_cast<int32_t>(st.request), std::move(st.block_indices)});
-    for (const auto& e : o.evicted)
-      record->cpu_evicted.push_back({static_cast<int32_t>(e.request), e.block_index});
   };
   auto emit = [&](const StepRecord& record) {
     ++summary.steps;

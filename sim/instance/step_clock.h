@@ -130,6 +130,12 @@ struct StepClockSummary {
 
 using StepRecordSink = std::function<void(const StepRecord&)>;
 
+// The §8 fields a decision produced (has_offload, kv_admitted, loading, cpu_loads, cpu_stores,
+// cpu_evicted), from its plan, the scheduler's state after it and what the tier started.
+// `offload` is consumed. Shared by the step clock and `kvsim run --step-log`.
+void RecordOffloadDecision(const StepPlan& plan, const SchedulerState& state,
+                           OffloadStepRecord& offload, StepRecord& record);
+
 // Runs every request to completion, calling `sink` once per step in step order. Fails (code
 // "stuck") when a waiting request can never be admitted and nothing else can change that.
 Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
