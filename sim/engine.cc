@@ -72,11 +72,12 @@ Engine::Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig&
       inst_(kv_config, params),
       cost_(sc_.model, plan_, sc_.sim.hardware),
       workload_(std::move(workload)),
-      metrics_(static_cast<Tick>(sc_.sim.metrics.kv_sample_interval_ms * kTicksPerMs)),
-      accept_rng_(Rng(sc_.seed).Fork(0x5bec)) {
+      metrics_(static_cast<Tick>(sc_.sim.metrics.kv_sample_interval_ms * kTicksPerMs)) {
   sc_.tree = ConfigNode();  // the parsed structs are all the engine needs
   workload_desc_ = workload_->Describe();
-  num_spec_ = sc_.cache.num_speculative_tokens;
+  // Drafts are verified by the instance, from the engine's acceptance stream.
+  inst_.set_drafts(sc_.cache.num_speculative_tokens, sc_.sim.spec.acceptance_rate,
+                   Rng(sc_.seed).Fork(0x5bec));
   async_ = params.async_scheduling;
   if (sc_.sim.run.max_sim_seconds > 0) {
     stop_at_ = static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond);
@@ -329,18 +330,11 @@ void Engine::OnStepEnd() {
   for (const ScheduledChunk& c : step_.scheduled) emitting += c.samples ? 1 : 0;
   const Tick seen = now_ + cost_.OutputNanos(emitting);
   finished_buf_.clear();
-  inst_.ApplyTokens(
+  const int64_t drafts_before = inst_.drafts_scheduled();
+  const int64_t accepted_before = inst_.drafts_accepted();
+  inst_.ApplyStepOutputs(
       step_,
-      [&](SimRequest& r, const ScheduledChunk& c, std::vector<TokenId>& tokens) {
-        // Verify the drafts: accepted left to right until the first rejection.
-        int64_t accepted = 0;
-        if (c.num_spec_tokens > 0) {
-          accepted =
-              VerifyDrafts(r, c.num_spec_tokens, sc_.sim.spec.acceptance_rate, accept_rng_);
-          metrics_.SpecDrafts(c.num_spec_tokens, accepted);
-        }
-        const int64_t gen =
-            std::min<int64_t>(1 + accepted, r.max_output_tokens - r.num_output_tokens);
+      [&](SimRequest& r, const ScheduledChunk&, int64_t gen, std::vector<TokenId>& tokens) {
         Live& l = LiveOf(r);
         for (int64_t k = 0; k < gen; ++k) {
           tokens.push_back(OutputToken(l.spec.output_seed, r.num_output_tokens + k, vocab));
@@ -352,17 +346,10 @@ void Engine::OnStepEnd() {
         }
         metrics_.Emission(l.last_emit, seen);
         l.last_emit = seen;
-        r.num_spec_tokens = 0;
       },
       finished_buf_);
-  if (num_spec_ > 0) {
-    for (const ScheduledChunk& c : step_.scheduled) {
-      SimRequest& r = *c.req;
-      if (c.samples && r.status != RequestStatus::kFinished) {
-        r.num_spec_tokens = NextStepDrafts(r, num_spec_);
-      }
-    }
-  }
+  metrics_.SpecDrafts(inst_.drafts_scheduled() - drafts_before,
+                      inst_.drafts_accepted() - accepted_before);
   const SchedulerState& state = inst_.state();
   metrics_.StepEnd(step_start_, now_, inst_.kv().usage(),
                    static_cast<int64_t>(state.running.size()),

@@ -113,7 +113,6 @@ class Engine {
   std::unique_ptr<IWorkload> workload_;
   std::string workload_desc_, workload_note_;
   Metrics metrics_;
-  Rng accept_rng_;
   TraceRecorder* trace_ = nullptr;
   const StepRecordSink* step_log_ = nullptr;
   StepRecord step_record_;  // the step in flight, completed at its end
@@ -144,7 +143,6 @@ class Engine {
   bool back_to_back_ = false;
   Tick now_ = 0;
   Tick stop_at_ = -1;
-  int64_t num_spec_ = 0;  // drafts per step (cache.num_speculative_tokens)
   std::vector<RequestSpec> follow_buf_;
   std::vector<SimRequest*> finished_buf_;
   // The CPU offloading tier (cache.offload), or null; copies take the host link's time.

@@ -253,21 +253,18 @@ class EngineInstance {
     accept_rng_ = rng;
   }
 
-  // Ends the step in flight. For each chunk that samples, in scheduled order: its drafts
-  // are verified (only a chunk that carries drafts draws from the acceptance stream; the
-  // rejected ones are rolled back), then `emit(SimRequest&, const ScheduledChunk&, int64_t n,
-  // std::vector<TokenId>& tokens)` fills the n tokens the step produced for it (1 + accepted
-  // drafts, capped at max_output_tokens). Requests still running get the next step's drafts.
-  // Then the KV usage is sampled (step_end_kv_usage). Finished requests are appended to
-  // `finished` in scheduled order and leave RUNNING; they free their blocks, except on a
-  // prefill instance: there the KV waits for Release(r).
+  // The outputs of `plan`'s step, for a driver that keeps its own plans (the Engine's async
+  // pair). For each chunk that samples, in scheduled order: its drafts are verified (only a
+  // chunk that carries drafts draws from the acceptance stream; the rejected ones are rolled
+  // back), then `emit(SimRequest&, const ScheduledChunk&, int64_t n, std::vector<TokenId>&
+  // tokens)` fills the n tokens the step produced for it (1 + accepted drafts, capped at
+  // max_output_tokens). Requests still running get the next step's drafts. Finished requests
+  // are appended to `finished` in scheduled order and leave RUNNING; their blocks are the
+  // driver's to free (ReleaseFinished).
   template <class Emit>
-  void EndStep(Emit&& emit, std::vector<SimRequest*>& finished) {
-    KVSIM_CHECK(step_in_flight_);
-    step_in_flight_ = false;
-    const size_t first = finished.size();
+  void ApplyStepOutputs(const StepPlan& plan, Emit&& emit, std::vector<SimRequest*>& finished) {
     ApplyTokens(
-        step_,
+        plan,
         [&](SimRequest& r, const ScheduledChunk& c, std::vector<TokenId>& tokens) {
           int64_t accepted = 0;
           if (c.num_spec_tokens > 0) {
@@ -281,13 +278,24 @@ class EngineInstance {
         },
         finished);
     if (num_spec_ > 0) {
-      for (const ScheduledChunk& c : step_.scheduled) {
+      for (const ScheduledChunk& c : plan.scheduled) {
         SimRequest& r = *c.req;
         if (c.samples && r.status != RequestStatus::kFinished) {
           r.num_spec_tokens = NextStepDrafts(r, num_spec_);
         }
       }
     }
+  }
+
+  // Ends the step in flight: ApplyStepOutputs over step(), then the KV usage is sampled
+  // (step_end_kv_usage) and the finished requests free their blocks, except on a prefill
+  // instance: there the KV waits for Release(r).
+  template <class Emit>
+  void EndStep(Emit&& emit, std::vector<SimRequest*>& finished) {
+    KVSIM_CHECK(step_in_flight_);
+    step_in_flight_ = false;
+    const size_t first = finished.size();
+    ApplyStepOutputs(step_, emit, finished);
     // The one KV-usage measurement point: the step's blocks, finished requests' included.
     step_end_kv_usage_ = mgr_.usage();
     const auto done = std::span<SimRequest* const>(finished).subspan(first);
