@@ -313,6 +313,43 @@ workload:
   }
 }
 
+// kv-offload.md §9: a sliding-window hybrid keeps HMA on and offloads every group. On a
+// multi-turn stream whose GPU pool is too small to keep the history, later turns find it in
+// the tier; tokens and requests are conserved and the tier stays within its slots.
+TEST_CASE("engine with a CPU tier on a sliding-window hybrid: later turns hit the tier") {
+  const char* swa = R"(
+name: swa_offload
+seed: 3
+model: {preset: gemma-3-27b}
+cache:
+  block_size: 16
+  num_gpu_blocks: 1500
+  offload: {num_cpu_blocks: 8000}
+scheduler: {max_num_batched_tokens: 2048, max_num_seqs: 16}
+workload:
+  kind: multi_turn
+  num_requests: 60
+  rate_per_s: 4
+  prompt_tokens: {dist: fixed, mean: 400}
+  output_tokens: {dist: fixed, mean: 40}
+  multi_turn: {turns: {dist: fixed, mean: 3}, think_time_s: 2.0}
+)";
+  for (const std::string sem : {"classic", "latest"}) {
+    INFO(sem);
+    auto e = RunScenario(Load(swa, {"cache.vllm_semantics=" + sem}));
+    const RunSummary s = e->Summary();
+    CHECK(s.requests_finished == 60);
+    CHECK(s.cpu_hit_tokens > 0);
+    int64_t out = 0;
+    for (const auto& r : e->metrics().records()) {
+      out += r.output_tokens;
+      CHECK(r.cached_tokens + r.cpu_cached_tokens < r.prompt_tokens);  // the hit cap
+    }
+    CHECK(out == 60 * 40);
+    CHECK(s.cpu_tier_usage_max <= 1.0);
+  }
+}
+
 // An empty tier (cpu_bytes 0: a sweep's baseline) changes nothing but the columns.
 TEST_CASE("engine: an empty CPU tier runs exactly as no tier") {
   auto a = RunScenario(Load(kDense));
