@@ -64,7 +64,7 @@ void OffloadDriver::AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int6
   blocks_loaded_ += static_cast<int64_t>(job->keys.size());
   // Started in this step's execution, reported with its output (or the next one's).
   pending_.push_back({job->id, r.id, /*is_load=*/true,
-                      step_ + (timing_ == XferTiming::kNextStep ? 1 : 0), {}, true});
+                      step_ + (timing_ == XferTiming::kNextStep ? 1 : 0), {}, {}, true});
   if (timed_) Submit(pending_.back(), step_, static_cast<int64_t>(job->keys.size()));
   record_.loads.push_back({r.id, job->block_indices});
 }
@@ -151,8 +151,11 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
   const int64_t store_output = step_ + 1 + (timing_ == XferTiming::kNextStep ? 1 : 0);
   for (StoreJob& j : jobs) {
     blocks_stored_ += static_cast<int64_t>(j.keys.size());
-    pending_.push_back(
-        {j.id, j.request, /*is_load=*/false, store_output, j.block_indices, !timed_});
+    std::vector<int32_t> groups;
+    groups.reserve(j.keys.size());
+    for (const OffloadKey& k : j.keys) groups.push_back(k.group);
+    pending_.push_back({j.id, j.request, /*is_load=*/false, store_output, j.block_indices,
+                        std::move(groups), !timed_});
     for (const EvictedOffloadBlock& e : j.evicted)
       record_.evicted.push_back({e.origin.request, e.origin.block_index});
     record_.stores.push_back({j.request, std::move(j.block_indices)});
@@ -189,15 +192,18 @@ void OffloadDriver::RequestFinished(const SimRequest& r) {
   unfinished_tracked_.erase(r.id);
   connector_.RequestFinished(r.id);
   if (r.kv_handle < 0) return;
-  // request_finished registers the GPU blocks its pending stores read from.
+  // request_finished registers the GPU blocks its pending stores read from, in each key's
+  // group (hybrid models store every group under its own keys).
   const int64_t f = connector_.config().block_size_factor;
-  const std::span<const BlockId> blocks = kv_->blocks(r.kv_handle, 0);
   for (const PendingJob& j : pending_) {
     if (j.is_load || j.request != r.id) continue;
-    for (int64_t i : j.block_indices)
+    for (size_t n = 0; n < j.block_indices.size(); ++n) {
+      const int64_t i = j.block_indices[n];
+      const std::span<const BlockId> blocks = kv_->blocks(r.kv_handle, j.groups[n]);
       for (int64_t b = i * f; b < (i + 1) * f && b < static_cast<int64_t>(blocks.size()); ++b)
         if (blocks[static_cast<size_t>(b)] != kNullBlock)
           source_blocks_.emplace_back(blocks[static_cast<size_t>(b)], j.id);
+    }
   }
 }
 

@@ -124,6 +124,7 @@ class OffloadDriver : public IKvConnector {
     bool is_load = false;
     int64_t output_step = 0;  // reported finished in the output of this step (timed: ns)
     std::vector<int64_t> block_indices;  // stores: the offloaded blocks copied
+    std::vector<int32_t> groups;         // stores: the KV group of each (parallel)
     bool submitted = true;    // timed: a store waits for the next step to start
   };
   // Timed: puts job `j` on its link from `now`.
