@@ -258,7 +258,7 @@ nlohmann::json GemmSamplesToJson(const std::vector<GemmSample>& samples) {
 }
 
 Result<std::vector<GemmSample>> ParseGemmSamples(const std::string& json_text,
-                                                 const std::string& path) {
+                                                 const std::string& path, DType* model_dtype) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(json_text);
@@ -270,6 +270,19 @@ Result<std::vector<GemmSample>> ParseGemmSamples(const std::string& json_text,
   const auto& gemm = j["gemm"];
   if (!gemm.is_object() || !gemm.contains("rows") || !gemm["rows"].is_array()) {
     return Status::Error("bad_gpu_validate", path + ": gemm.rows: expected a list of GEMM rows");
+  }
+  if (model_dtype) {
+    *model_dtype = DType::kBFloat16;
+    if (gemm.contains("model_dtype")) {
+      const auto dt = gemm["model_dtype"].is_string()
+                          ? ParseDType(gemm["model_dtype"].get<std::string>())
+                          : std::nullopt;
+      if (!dt || (*dt != DType::kBFloat16 && !IsFp8(*dt))) {
+        return Status::Error("bad_gpu_validate",
+                             path + ": gemm.model_dtype: expected bf16 or an fp8 name");
+      }
+      *model_dtype = IsFp8(*dt) ? DType::kFp8E4M3 : DType::kBFloat16;
+    }
   }
   const auto& rows = gemm["rows"];
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -106,10 +106,13 @@ struct GemmFit {
 Result<GemmFit> FitGemmSamples(const HardwareSpec& start, const std::vector<GemmSample>& samples);
 
 // The samples as the `gemm.rows` list of gpu-validate's JSON, and back. ParseGemmSamples reads
-// `gemm.rows` of a whole gpu-validate report (no `gemm` key: no samples, not an error); errors
-// name the file and the key ("v.json: gemm.rows[3].n: ...").
+// `gemm.rows` of a whole gpu-validate report (no `gemm` key: no samples, not an error) and,
+// into *model_dtype when given, `gemm.model_dtype` (the dtype the cost model prices the
+// model's GEMMs in; bf16 when absent); errors name the file and the key
+// ("v.json: gemm.rows[3].n: ...").
 nlohmann::json GemmSamplesToJson(const std::vector<GemmSample>& samples);
 Result<std::vector<GemmSample>> ParseGemmSamples(const std::string& json_text,
-                                                 const std::string& path);
+                                                 const std::string& path,
+                                                 DType* model_dtype = nullptr);
 
 }  // namespace kvsim
