@@ -18,7 +18,6 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <sstream>
 
 #include "apps/kvsim/commands.h"
@@ -230,11 +229,6 @@ void RunCalibrate(const CalibrateArgs& a) {
                                                   "): " + gf.status().message()),
             false);
       }
-      std::set<std::string> per_layer;
-      for (const GemmSample& g : use) {
-        if (g.shape.name != "lm_head") per_layer.insert(g.shape.name);
-      }
-      const double gemm_overhead_us = gf->fixed_us * static_cast<double>(per_layer.size());
       hw.mbu = gf->mbu;
       hw.mfu = gf->mfu;
       std::cout << fmt::format(
@@ -242,7 +236,7 @@ void RunCalibrate(const CalibrateArgs& a) {
           "x {} GEMMs per layer = {:.1f} us\n",
           a.gpu_validate, use.size(), DTypeName(model_dtype), gf->mbu, gf->mfu,
           gf->has_moe ? fmt::format(", moe_mbu {:.3f}", gf->moe_mbu) : "", gf->fixed_us,
-          per_layer.size(), gemm_overhead_us);
+          gf->gemms_per_layer, gf->layer_overhead_us);
       PrintErrors("  GEMMs, model vs measured (leave-one-out: one GEMM kind left out):",
                   gf->errors);
       Upsert(fitted, "mbu", gf->mbu);
@@ -254,8 +248,8 @@ void RunCalibrate(const CalibrateArgs& a) {
       if (a.ops.empty()) {
         // Only the GEMM kernels' fixed cost: the layer's norms, rotary and residuals are not
         // timed, so this is a floor of the per-layer overhead.
-        hw.layer_overhead_us = gemm_overhead_us;
-        Upsert(fitted, "layer_overhead_us", gemm_overhead_us);
+        hw.layer_overhead_us = gf->layer_overhead_us;
+        Upsert(fitted, "layer_overhead_us", gf->layer_overhead_us);
       } else {
         std::cout << "  layer_overhead_us kept from the operator profiles (whole layers)\n";
       }

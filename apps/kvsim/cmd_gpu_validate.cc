@@ -14,7 +14,6 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "apps/kvsim/commands.h"
 #include "core/hardware_profile.h"
@@ -170,13 +169,6 @@ bool TimeGemms(const GpuValidateArgs& a, const Scenario& sc, const KvCachePlan& 
     out << "GEMM fit skipped: " << fit.status().message() << "\n";
     return true;
   }
-  // The cost model charges no fixed cost per GEMM: each layer's GEMM kernels pay it inside
-  // layer_overhead_us, which also holds norms, rotary and residuals that are not timed here.
-  std::set<std::string> per_layer;
-  for (const auto& g : fit_on) {
-    if (g.shape.name != "lm_head") per_layer.insert(g.shape.name);
-  }
-  const double gemm_overhead_us = fit->fixed_us * static_cast<double>(per_layer.size());
   std::vector<double> in, loo;
   for (const auto& e : fit->errors) {
     in.push_back(std::abs(e.in_sample));
@@ -190,20 +182,20 @@ bool TimeGemms(const GpuValidateArgs& a, const Scenario& sc, const KvCachePlan& 
       "median {:.1f}% max {:.1f}%, leave-one-kind-out median {:.1f}% max {:.1f}%\n",
       fit_on.size(), DTypeName(model_dtype), fit->mbu, fit->mfu,
       fit->has_moe ? fmt::format(", moe_mbu {:.3f}", fit->moe_mbu) : "", fit->fixed_us,
-      per_layer.size(), gemm_overhead_us, 100 * in[in.size() / 2], 100 * in.back(),
+      fit->gemms_per_layer, fit->layer_overhead_us, 100 * in[in.size() / 2], 100 * in.back(),
       100 * loo[loo.size() / 2], 100 * loo.back());
   j["gemm"]["fit"] = {{"dtype", std::string(DTypeName(model_dtype))},
                       {"mbu", fit->mbu},
                       {"mfu", fit->mfu},
                       {"moe_mbu", fit->has_moe ? nlohmann::json(fit->moe_mbu) : nlohmann::json()},
                       {"fixed_us", fit->fixed_us},
-                      {"gemms_per_layer", per_layer.size()},
+                      {"gemms_per_layer", fit->gemms_per_layer},
                       {"median_abs_error", in[in.size() / 2]},
                       {"median_abs_error_leave_one_out", loo[loo.size() / 2]}};
   keys->push_back({"mbu", fit->mbu});
   keys->push_back({"mfu", fit->mfu});
   if (fit->has_moe) keys->push_back({"moe_mbu", fit->moe_mbu});
-  keys->push_back({"layer_overhead_us", gemm_overhead_us});
+  keys->push_back({"layer_overhead_us", fit->layer_overhead_us});
   return true;
 }
 

@@ -211,6 +211,12 @@ Result<GemmFit> FitGemmSamples(const HardwareSpec& start, const std::vector<Gemm
   fit.moe_mbu = fitted.moe_mbu;
   fit.has_moe = has_moe;
   fit.fixed_us = x(3) * 1e6;
+  std::set<std::string> per_layer;
+  for (const auto& s : samples) {
+    if (s.shape.name != "lm_head") per_layer.insert(s.shape.name);
+  }
+  fit.gemms_per_layer = static_cast<int>(per_layer.size());
+  fit.layer_overhead_us = fit.fixed_us * fit.gemms_per_layer;
   std::set<std::string> kinds;
   for (const auto& s : samples) kinds.insert(KindOf(s.shape));
   std::map<std::string, Eigen::VectorXd> loo;

@@ -101,6 +101,12 @@ struct GemmFit {
   double mbu = 0, mfu = 0, moe_mbu = 0;
   bool has_moe = false;
   double fixed_us = 0;  // per GEMM kernel
+  // The cost model has no per-GEMM fixed cost: a layer's GEMM kernels pay it inside
+  // layer_overhead_us. gemms_per_layer = the sample kinds other than lm_head (QKV, O, gate/up,
+  // down; router and the two expert GEMMs for MoE); layer_overhead_us = fixed_us times that,
+  // a floor, since a layer's norms, rotary embedding and residual adds are not GEMMs.
+  int gemms_per_layer = 0;
+  double layer_overhead_us = 0;
   std::vector<SampleError> errors;
 };
 Result<GemmFit> FitGemmSamples(const HardwareSpec& start, const std::vector<GemmSample>& samples);

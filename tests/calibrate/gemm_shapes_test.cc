@@ -188,6 +188,9 @@ TEST_CASE("The GEMM fit recovers mbu, mfu, moe_mbu and the per-GEMM fixed cost w
   CHECK(fit->mfu == Catch::Approx(0.63).epsilon(0.01));
   CHECK(fit->moe_mbu == Catch::Approx(0.55).epsilon(0.01));
   CHECK(fit->fixed_us == Catch::Approx(3.5).epsilon(0.01));
+  // router, qkv, o, gate_up, down and the two expert GEMMs: 7 kernels per layer.
+  CHECK(fit->gemms_per_layer == 7);
+  CHECK(fit->layer_overhead_us == Catch::Approx(7 * 3.5).epsilon(0.01));
   REQUIRE(fit->errors.size() == samples.size());
   for (const auto& e : fit->errors) {
     INFO(e.label);
