@@ -229,7 +229,7 @@ void RunCalibrate(const CalibrateArgs& a) {
                                                   "): " + gf.status().message()),
             false);
       }
-      hw.mbu = gf->mbu;
+      hw.mbu = gf->mbu;  // start's value where the samples do not determine it
       hw.mfu = gf->mfu;
       std::cout << fmt::format(
           "gpu-validate {} GEMMs ({} {} samples): mbu {:.3f}, mfu {:.3f}{}, {:.2f} us per GEMM "
@@ -239,8 +239,12 @@ void RunCalibrate(const CalibrateArgs& a) {
           gf->gemms_per_layer, gf->layer_overhead_us);
       PrintErrors("  GEMMs, model vs measured (leave-one-out: one GEMM kind left out):",
                   gf->errors);
-      Upsert(fitted, "mbu", gf->mbu);
-      Upsert(fitted, "mfu", gf->mfu);
+      if (gf->has_mbu) Upsert(fitted, "mbu", gf->mbu);
+      if (gf->has_mfu) Upsert(fitted, "mfu", gf->mfu);
+      if (!gf->has_mbu || !gf->has_mfu) {
+        std::cout << fmt::format("  not determined by these GEMMs (none bound by it), kept: {}\n",
+                                 !gf->has_mbu ? "mbu" : "mfu");
+      }
       if (gf->has_moe) {
         hw.moe_mbu = gf->moe_mbu;
         Upsert(fitted, "moe_mbu", gf->moe_mbu);

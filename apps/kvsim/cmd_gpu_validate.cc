@@ -185,15 +185,15 @@ bool TimeGemms(const GpuValidateArgs& a, const Scenario& sc, const KvCachePlan& 
       fit->gemms_per_layer, fit->layer_overhead_us, 100 * in[in.size() / 2], 100 * in.back(),
       100 * loo[loo.size() / 2], 100 * loo.back());
   j["gemm"]["fit"] = {{"dtype", std::string(DTypeName(model_dtype))},
-                      {"mbu", fit->mbu},
-                      {"mfu", fit->mfu},
+                      {"mbu", fit->has_mbu ? nlohmann::json(fit->mbu) : nlohmann::json()},
+                      {"mfu", fit->has_mfu ? nlohmann::json(fit->mfu) : nlohmann::json()},
                       {"moe_mbu", fit->has_moe ? nlohmann::json(fit->moe_mbu) : nlohmann::json()},
                       {"fixed_us", fit->fixed_us},
                       {"gemms_per_layer", fit->gemms_per_layer},
                       {"median_abs_error", in[in.size() / 2]},
                       {"median_abs_error_leave_one_out", loo[loo.size() / 2]}};
-  keys->push_back({"mbu", fit->mbu});
-  keys->push_back({"mfu", fit->mfu});
+  if (fit->has_mbu) keys->push_back({"mbu", fit->mbu});
+  if (fit->has_mfu) keys->push_back({"mfu", fit->mfu});
   if (fit->has_moe) keys->push_back({"moe_mbu", fit->moe_mbu});
   keys->push_back({"layer_overhead_us", fit->layer_overhead_us});
   return true;

@@ -187,7 +187,7 @@ Result<GemmFit> FitGemmSamples(const HardwareSpec& start, const std::vector<Gemm
   }
   const double inf = std::numeric_limits<double>::infinity();
   // Efficiencies ≤ 1 (inverse ≥ 1), fixed cost ≥ 0. Without expert samples the moe column is
-  // all zero and its coefficient stays where it is.
+  // all zero and its coefficient stays where it started.
   Eigen::VectorXd lo(4), hi(4), x0(4);
   lo << 1.0, 1.0, 1.0, 0.0;
   hi << inf, inf, inf, inf;
@@ -203,13 +203,28 @@ Result<GemmFit> FitGemmSamples(const HardwareSpec& start, const std::vector<Gemm
     hw.moe_mbu = 1.0 / x(2);
     return hw;
   };
-  const Eigen::VectorXd x = FitRegimes(all, measured, features, x0, lo, hi);
+  Eigen::VectorXd x = FitRegimes(all, measured, features, x0, lo, hi);
+  // A coefficient no sample is bound by at the fit (mfu when every GEMM is memory bound, as with
+  // decode token counts only) is not measured: it keeps its starting value and is not reported
+  // as fitted, rather than sitting at its bound.
+  bool pinned = false;
+  for (int col = 0; col < 3; ++col) {
+    bool used = false;
+    for (size_t i = 0; i < samples.size() && !used; ++i) used = features(i, x)(col) != 0;
+    if (!used && lo(col) != hi(col)) {
+      lo(col) = hi(col) = x0(col);
+      pinned = true;
+    }
+  }
+  if (pinned) x = FitRegimes(all, measured, features, x0, lo, hi);
   GemmFit fit;
   const HardwareSpec fitted = to_hw(x);
   fit.mbu = fitted.mbu;
   fit.mfu = fitted.mfu;
   fit.moe_mbu = fitted.moe_mbu;
-  fit.has_moe = has_moe;
+  fit.has_mbu = lo(0) != hi(0);
+  fit.has_mfu = lo(1) != hi(1);
+  fit.has_moe = lo(2) != hi(2);
   fit.fixed_us = x(3) * 1e6;
   std::set<std::string> per_layer;
   for (const auto& s : samples) {

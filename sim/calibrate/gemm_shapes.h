@@ -92,14 +92,16 @@ struct GemmSample {
 // mbu, or GroupedGemmSeconds at moe_mbu for routed experts), at the fp8 peak for fp8 shapes.
 double GemmModelSeconds(const HardwareSpec& hw, const GemmShape& s, double fixed_s);
 
-// Fits mbu, mfu, moe_mbu (when routed-expert samples are present) and a fixed cost per GEMM
+// Fits mbu, mfu, moe_mbu (each when the samples determine it) and a fixed cost per GEMM
 // kernel (launch ramp and tail; the cost model charges it through layer_overhead_us) on the
 // samples, by relative bounded least squares with each GEMM in the regime that bounds it,
 // iterated to a fixed point (the operator-profile fit's method). Leave-one-out leaves out one
 // GEMM kind (name and dtype) at a time: its other token counts would give it away.
 struct GemmFit {
   double mbu = 0, mfu = 0, moe_mbu = 0;
-  bool has_moe = false;
+  // Which of the three the samples determine: moe_mbu needs routed-expert samples, mfu a GEMM
+  // the fit finds compute bound, mbu one it finds memory bound. The others keep `start`'s.
+  bool has_mbu = false, has_mfu = false, has_moe = false;
   double fixed_us = 0;  // per GEMM kernel
   // The cost model has no per-GEMM fixed cost: a layer's GEMM kernels pay it inside
   // layer_overhead_us. gemms_per_layer = the sample kinds other than lm_head (QKV, O, gate/up,

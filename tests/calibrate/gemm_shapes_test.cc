@@ -184,6 +184,8 @@ TEST_CASE("The GEMM fit recovers mbu, mfu, moe_mbu and the per-GEMM fixed cost w
   INFO(fit.status().message());
   REQUIRE(fit.ok());
   CHECK(fit->has_moe);
+  CHECK(fit->has_mbu);
+  CHECK(fit->has_mfu);
   CHECK(fit->mbu == Catch::Approx(0.82).epsilon(0.01));
   CHECK(fit->mfu == Catch::Approx(0.63).epsilon(0.01));
   CHECK(fit->moe_mbu == Catch::Approx(0.55).epsilon(0.01));
@@ -208,7 +210,22 @@ TEST_CASE("The GEMM fit recovers mbu, mfu, moe_mbu and the per-GEMM fixed cost w
   CHECK_FALSE(d->has_moe);
   CHECK(d->moe_mbu == Catch::Approx(0.60));
   CHECK(d->mbu == Catch::Approx(0.82).epsilon(0.01));
+  CHECK(d->has_mbu);
+  CHECK(d->has_mfu);
   CHECK(FitGemmSamples(start, {}).status().code() == "too_few_samples");
+
+  // Decode token counts only: every GEMM is memory bound, so mfu is not determined and keeps
+  // its starting value instead of sitting at its bound.
+  std::vector<GemmSample> decode;
+  for (const auto& s : dense) {
+    if (s.shape.tokens <= 8) decode.push_back(s);
+  }
+  auto m = FitGemmSamples(start, decode);
+  REQUIRE(m.ok());
+  CHECK(m->has_mbu);
+  CHECK_FALSE(m->has_mfu);
+  CHECK(m->mfu == Catch::Approx(0.70));
+  CHECK(m->mbu == Catch::Approx(0.82).epsilon(0.01));
 }
 
 TEST_CASE("GEMM samples: JSON round trip; bad rows name the file and the key") {
