@@ -226,6 +226,8 @@ class Runner {
     if (!st.ok()) return st;
 
     const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    // Routed experts: `groups` GEMMs in one strided-batched call, each over its own expert's
+    // weights (W, X and Y advance by one expert's matrix per batch entry).
     const int32_t batch = static_cast<int32_t>(c.groups);
     LtGemm g;
     cublasStatus_t s = g_lt->cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
