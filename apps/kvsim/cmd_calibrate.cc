@@ -2,9 +2,12 @@
 //                 [--hardware PRESET] [--fit KEY,...] [--metrics NAME,...] [-o OUT.yaml]
 // Fits the step-time model's coefficients (sim/calibrate/calibrate.h) to measurements:
 // operator profiles (Vidur's format) fit mbu, mfu, layer_overhead_us; gpu-validate JSON fits
-// attention_mbu, attention_call_us; measured serving runs (scenarios with `reference:`) fit
-// the --fit keys (default: the CPU, intake, output and efficiency terms) by simulating them;
-// each run keeps its own preset's coefficients and the fit moves them all by one shift.
+// attention_mbu, attention_call_us from its decode-attention timings and mbu, mfu, moe_mbu and
+// the GEMMs' share of layer_overhead_us from its cuBLASLt GEMM timings (sim/calibrate/
+// gemm_shapes.h; with --ops too, the whole-layer profiles keep layer_overhead_us); measured
+// serving runs (scenarios with `reference:`) fit the --fit keys (default: the CPU, intake,
+// output and efficiency terms) by simulating them; each run keeps its own preset's
+// coefficients and the fit moves them all by one shift.
 // Prints in-sample and leave-one-out errors and writes the fitted keys as a hardware file
 // (merge it with `hardware: {preset: ..., file: OUT.yaml}`).
 // Exit codes: 0 fitted; 2 bad input (files, keys, a scenario without `reference:`).
@@ -19,6 +22,7 @@
 
 #include "apps/kvsim/commands.h"
 #include "sim/calibrate/calibrate.h"
+#include "sim/calibrate/gemm_shapes.h"
 #include "sim/embedded_data.h"
 #include "sim/engine.h"
 #include "sim/report/reference_report.h"
@@ -100,6 +104,19 @@ void PrintErrors(const std::string& title, const std::vector<SampleError>& error
                            100 * *std::max_element(loo.begin(), loo.end()));
 }
 
+// Sets `key` in the fitted list, replacing an earlier fit's value (a hardware file must not
+// name a key twice).
+void Upsert(std::vector<std::pair<std::string, double>>& fitted, const std::string& key,
+            double value) {
+  for (auto& [k, v] : fitted) {
+    if (k == key) {
+      v = value;
+      return;
+    }
+  }
+  fitted.emplace_back(key, value);
+}
+
 Result<HardwareSpec> PresetHardware(const std::string& preset) {
   auto tree = ParseYaml("model: {preset: llama-3.1-8b}\nhardware: {preset: \"" + preset + "\"}\n",
                         "--hardware");
@@ -175,15 +192,72 @@ void RunCalibrate(const CalibrateArgs& a) {
   if (!a.gpu_validate.empty()) {
     auto text = ReadFile(a.gpu_validate);
     if (!text.ok()) return (void)ReportError(text.status(), false);
+    DType model_dtype = DType::kBFloat16;
+    auto gemm = ParseGemmSamples(text.value(), a.gpu_validate, &model_dtype);
+    if (!gemm.ok()) return (void)ReportError(gemm.status(), false);
     auto fit = FitGpuValidate(text.value(), a.gpu_validate, hw.hbm_bandwidth_gbps * 1e9);
-    if (!fit.ok()) return (void)ReportError(fit.status(), false);
-    hw.attention_mbu = fit->attention_mbu;
-    hw.attention_call_us = fit->attention_call_us;
-    std::cout << fmt::format("gpu-validate {}: attention_mbu {:.3f}, attention_call_us {:.2f}\n",
-                             a.gpu_validate, hw.attention_mbu, hw.attention_call_us);
-    PrintErrors("  decode attention, model vs measured:", fit->errors);
-    fitted.insert(fitted.end(), {{"attention_mbu", hw.attention_mbu},
-                                 {"attention_call_us", hw.attention_call_us}});
+    const bool no_attention = !fit.ok() && (fit.status().code() == "no_attention_timings" ||
+                                            fit.status().code() == "too_few_samples");
+    if (!fit.ok() && !(no_attention && !gemm->empty())) {
+      return (void)ReportError(fit.status(), false);
+    }
+    if (fit.ok()) {
+      hw.attention_mbu = fit->attention_mbu;
+      hw.attention_call_us = fit->attention_call_us;
+      std::cout << fmt::format("gpu-validate {}: attention_mbu {:.3f}, attention_call_us {:.2f}\n",
+                               a.gpu_validate, hw.attention_mbu, hw.attention_call_us);
+      PrintErrors("  decode attention, model vs measured:", fit->errors);
+      Upsert(fitted, "attention_mbu", hw.attention_mbu);
+      Upsert(fitted, "attention_call_us", hw.attention_call_us);
+    } else {
+      std::cout << fmt::format(
+          "gpu-validate {}: no decode-attention timings; attention "
+          "coefficients not fitted\n",
+          a.gpu_validate);
+    }
+    if (!gemm->empty()) {
+      // Fit on the samples in the dtype the cost model prices the model's GEMMs in.
+      std::vector<GemmSample> use;
+      for (const GemmSample& g : gemm.value()) {
+        if (g.shape.dtype == model_dtype) use.push_back(g);
+      }
+      auto gf = FitGemmSamples(hw, use);
+      if (!gf.ok()) {
+        return (void)ReportError(
+            Status::Error(gf.status().code(), a.gpu_validate + ": gemm.rows (" +
+                                                  std::string(DTypeName(model_dtype)) +
+                                                  "): " + gf.status().message()),
+            false);
+      }
+      hw.mbu = gf->mbu;  // start's value where the samples do not determine it
+      hw.mfu = gf->mfu;
+      std::cout << fmt::format(
+          "gpu-validate {} GEMMs ({} {} samples): mbu {:.3f}, mfu {:.3f}{}, {:.2f} us per GEMM "
+          "x {} GEMMs per layer = {:.1f} us\n",
+          a.gpu_validate, use.size(), DTypeName(model_dtype), gf->mbu, gf->mfu,
+          gf->has_moe ? fmt::format(", moe_mbu {:.3f}", gf->moe_mbu) : "", gf->fixed_us,
+          gf->gemms_per_layer, gf->layer_overhead_us);
+      PrintErrors("  GEMMs, model vs measured (leave-one-out: one GEMM kind left out):",
+                  gf->errors);
+      if (gf->has_mbu) Upsert(fitted, "mbu", gf->mbu);
+      if (gf->has_mfu) Upsert(fitted, "mfu", gf->mfu);
+      if (!gf->has_mbu || !gf->has_mfu) {
+        std::cout << fmt::format("  not determined by these GEMMs (none bound by it), kept: {}\n",
+                                 !gf->has_mbu ? "mbu" : "mfu");
+      }
+      if (gf->has_moe) {
+        hw.moe_mbu = gf->moe_mbu;
+        Upsert(fitted, "moe_mbu", gf->moe_mbu);
+      }
+      if (a.ops.empty()) {
+        // Only the GEMM kernels' fixed cost: the layer's norms, rotary and residuals are not
+        // timed, so this is a floor of the per-layer overhead.
+        hw.layer_overhead_us = gf->layer_overhead_us;
+        Upsert(fitted, "layer_overhead_us", gf->layer_overhead_us);
+      } else {
+        std::cout << "  layer_overhead_us kept from the operator profiles (whole layers)\n";
+      }
+    }
     provenance.push_back("gpu-validate " + a.gpu_validate);
   }
 
@@ -315,7 +389,8 @@ void RegisterCalibrate(CLI::App& app) {
   cmd->add_option("--ops", a.ops, "operator profiles (Vidur format: vidur_ops.json)");
   cmd->add_option("--ops-gpu", a.ops_gpu, "which GPU's profiles to fit (default: from --hardware)");
   cmd->add_option("--runs", a.runs, "measured serving runs: scenarios with a reference: block");
-  cmd->add_option("--gpu-validate", a.gpu_validate, "kvsim gpu-validate --json output");
+  cmd->add_option("--gpu-validate", a.gpu_validate,
+                  "kvsim gpu-validate --json output: decode attention and the dense GEMMs");
   cmd->add_option("--hardware", a.hardware, "preset the fit starts from")->capture_default_str();
   cmd->add_option("--fit", a.fit, "hardware keys to fit on the runs (comma separated)");
   cmd->add_option("--metrics", a.metrics, "reference metrics to fit (comma separated)")->capture_default_str();

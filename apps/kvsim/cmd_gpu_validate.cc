@@ -1,10 +1,15 @@
 // kvsim gpu-validate: allocate the scenario plan's KV layouts (and a fixed matrix of awkward
 // ones) on the GPU, run the kernels over them, check every byte against the host
 // references, time the kernels against the device's peak, a measured copy and the
-// kernel-time model, and optionally calibrate the model (--calibrate OUT.yaml).
+// kernel-time model, and optionally calibrate the model (--calibrate OUT.yaml). With timing on,
+// it also times the model's linear-layer GEMMs with cuBLASLt (sim/calibrate/gemm_shapes.h's
+// shapes, kernels/validate/gemm_suite.h) and fits the step-time model's dense coefficients
+// (mbu, mfu, moe_mbu, the GEMMs' share of layer_overhead_us) on them.
 // Exit codes: 0 all checks passed, 1 a check failed, 2 bad input, 3 no CUDA device.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -15,8 +20,10 @@
 #include "kernels/device.h"
 #include "kernels/validate/calibrate.h"
 #include "kernels/validate/correctness.h"
+#include "kernels/validate/gemm_suite.h"
 #include "kernels/validate/gpu_suite.h"
 #include "kernels/validate/layout_cases.h"
+#include "sim/calibrate/gemm_shapes.h"
 #include "sim/scenario/scenario_loader.h"
 
 namespace kvsim::cli {
@@ -33,6 +40,8 @@ struct GpuValidateArgs {
   bool no_timing = false;
   bool no_matrix = false;
   bool host = false;
+  bool no_gemm = false;
+  std::vector<int64_t> gemm_tokens;  // empty: DefaultGemmTokens() ({1, 32, 512} with --quick)
   int repeats = 9;
 };
 
@@ -76,6 +85,129 @@ std::vector<LayoutCase> PlanCases(const Scenario& sc, const KvCachePlan& plan,
     notes->push_back(fmt::format("group {}: {} Mamba layer(s) skipped: state pages have no KV "
                                  "kernel (their bytes are foreign bytes of shared slabs)", g, n));
   return out;
+}
+
+// The GEMM part of the timing: times the model's GEMM shapes, fits the dense coefficients on
+// the samples in the dtype the cost model prices the model in, and returns the hardware keys
+// for the profile (empty when nothing was fitted). False when the timing itself failed.
+bool TimeGemms(const GpuValidateArgs& a, const Scenario& sc, const KvCachePlan& plan,
+               std::ostream& out, nlohmann::json& j,
+               std::vector<std::pair<std::string, double>>* keys) {
+  std::vector<int64_t> tokens = a.gemm_tokens;
+  if (tokens.empty()) tokens = a.quick ? std::vector<int64_t>{1, 32, 512} : DefaultGemmTokens();
+  auto shapes = ModelGemmShapes(sc.model, plan, tokens);
+  if (!shapes.ok()) {
+    out << "\nGEMM timing skipped: " << shapes.status().message() << "\n";
+    j["gemm"] = {{"skipped_all", shapes.status().message()}};
+    return true;
+  }
+  std::vector<kernels::GemmCase> cases;
+  for (const GemmShape& g : shapes.value()) {
+    cases.push_back({g.name, g.tokens, g.m, g.n, g.k, g.groups, g.grouped, g.dtype});
+  }
+  kernels::GemmTimingOptions go;
+  go.repeats = a.repeats;
+  auto rep = kernels::RunGemmTimings(cases, go);
+  if (!rep.ok()) {
+    out << "GEMM timing failed: " << rep.status().message() << "\n";
+    j["gemm"] = {{"error", rep.status().message()}};
+    return false;
+  }
+  const HardwareSpec& hw = sc.sim.hardware;
+  const DType model_dtype = IsFp8(sc.model.dtype) ? DType::kFp8E4M3 : DType::kBFloat16;
+  out << fmt::format(
+      "\nGEMMs of {} (tp {}, cuBLASLt, median of {}, L2 flushed; model = the "
+      "step-time model on {}, no fixed cost)\n",
+      sc.model.name, plan.config.tp, a.repeats, hw.name);
+  out << fmt::format("{:<16} {:<9} {:>6} {:>6} {:>7} {:>7} {:>10} {:>8} {:>7} {:>7}\n", "gemm",
+                     "dtype", "groups", "M", "N", "K", "us", "TFLOP/s", "GB/s", "/model");
+  std::vector<GemmSample> samples;
+  nlohmann::json extra = nlohmann::json::array();
+  for (const auto& r : rep->rows) {
+    const kernels::TimingSample& t = r.sample;
+    GemmSample gs;
+    gs.shape = {t.variant, t.tokens, t.m, t.n, t.k, t.groups, t.grouped, t.dtype};
+    gs.seconds = t.seconds;
+    const double model_s = GemmModelSeconds(hw, gs.shape, 0);
+    out << fmt::format(
+        "{:<16} {:<9} {:>6} {:>6} {:>7} {:>7} {:>10.1f} {:>8.1f} {:>7.0f} {:>7.3f}\n", t.variant,
+        DTypeName(t.dtype), t.groups, t.m, t.n, t.k, t.seconds * 1e6, t.flops / t.seconds / 1e12,
+        r.gbps, t.seconds / model_s);
+    samples.push_back(gs);
+    extra.push_back({{"min_s", r.min_s},
+                     {"max_s", r.max_s},
+                     {"tflops", t.flops / t.seconds / 1e12},
+                     {"gbps", r.gbps},
+                     {"model_s", model_s}});
+  }
+  nlohmann::json rows = GemmSamplesToJson(samples);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].update(extra[i]);
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& sk : rep->skipped) {
+    out << fmt::format("  skipped {} {} M={} N={} K={}: {}\n", sk.gemm.name,
+                       DTypeName(sk.gemm.dtype), sk.gemm.m, sk.gemm.n, sk.gemm.k, sk.reason);
+    skipped.push_back({{"name", sk.gemm.name},
+                       {"dtype", std::string(DTypeName(sk.gemm.dtype))},
+                       {"m", sk.gemm.m},
+                       {"n", sk.gemm.n},
+                       {"k", sk.gemm.k},
+                       {"groups", sk.gemm.groups},
+                       {"reason", sk.reason}});
+  }
+  j["gemm"] = {{"model", sc.model.name},
+               {"tp", plan.config.tp},
+               {"model_dtype", std::string(DTypeName(model_dtype))},
+               {"rows", rows},
+               {"skipped", skipped}};
+
+  std::vector<GemmSample> fit_on;
+  for (const auto& g : samples) {
+    if (g.shape.dtype == model_dtype) fit_on.push_back(g);
+  }
+  auto fit = FitGemmSamples(hw, fit_on);
+  if (!fit.ok()) {
+    out << "GEMM fit skipped: " << fit.status().message() << "\n";
+    return true;
+  }
+  std::vector<double> in, loo;
+  for (const auto& e : fit->errors) {
+    in.push_back(std::abs(e.in_sample));
+    loo.push_back(std::abs(e.leave_one_out));
+  }
+  std::sort(in.begin(), in.end());
+  std::sort(loo.begin(), loo.end());
+  out << fmt::format(
+      "dense fit on {} {} GEMMs: mbu {:.3f}, mfu {:.3f}{}, {:.2f} us per GEMM "
+      "({} GEMMs per layer: layer_overhead_us >= {:.1f}); |model/measured - 1| "
+      "median {:.1f}% max {:.1f}%, leave-one-kind-out median {:.1f}% max {:.1f}%\n",
+      fit_on.size(), DTypeName(model_dtype), fit->mbu, fit->mfu,
+      fit->has_moe ? fmt::format(", moe_mbu {:.3f}", fit->moe_mbu) : "", fit->fixed_us,
+      fit->gemms_per_layer, fit->layer_overhead_us, 100 * in[in.size() / 2], 100 * in.back(),
+      100 * loo[loo.size() / 2], 100 * loo.back());
+  j["gemm"]["fit"] = {{"dtype", std::string(DTypeName(model_dtype))},
+                      {"mbu", fit->has_mbu ? nlohmann::json(fit->mbu) : nlohmann::json()},
+                      {"mfu", fit->has_mfu ? nlohmann::json(fit->mfu) : nlohmann::json()},
+                      {"moe_mbu", fit->has_moe ? nlohmann::json(fit->moe_mbu) : nlohmann::json()},
+                      {"fixed_us", fit->fixed_us},
+                      {"gemms_per_layer", fit->gemms_per_layer},
+                      {"median_abs_error", in[in.size() / 2]},
+                      {"median_abs_error_leave_one_out", loo[loo.size() / 2]}};
+  if (fit->has_mbu) keys->push_back({"mbu", fit->mbu});
+  if (fit->has_mfu) keys->push_back({"mfu", fit->mfu});
+  if (fit->has_moe) keys->push_back({"moe_mbu", fit->moe_mbu});
+  keys->push_back({"layer_overhead_us", fit->layer_overhead_us});
+  return true;
+}
+
+// The dense keys under the profile's `hardware:` map, in the step-time model's units (a
+// hardware file merges them as they are; core/cost_model.h).
+std::string DenseYaml(const std::vector<std::pair<std::string, double>>& keys) {
+  if (keys.empty()) return "";
+  std::string y =
+      "  # Step-time model, dense part: fitted on the cuBLASLt GEMM timings. layer_overhead_us\n"
+      "  # holds only the GEMM kernels' fixed cost (norms, rotary, residuals are not timed).\n";
+  for (const auto& [k, v] : keys) y += fmt::format("  {}: {:.6g}\n", k, v);
+  return y;
 }
 
 std::string Mark(bool ok) { return ok ? "ok" : "FAIL"; }
@@ -235,12 +367,18 @@ void RunGpuValidate(const GpuValidateArgs& a) {
                            r.sample.variant.substr(0, 40),
                            r.sample.seconds / kernels::ModelSeconds(calibrated, r.sample));
       }
-      j["calibration"] = {{"before_mean_abs", eb.mean_abs}, {"before_max_abs", eb.max_abs},
-                          {"after_mean_abs", ea.mean_abs},  {"after_max_abs", ea.max_abs},
-                          {"held_out", ea.n},               {"profile", kernels::ProfileToYaml(calibrated)}};
+      std::vector<std::pair<std::string, double>> dense;
+      if (!a.no_gemm && !TimeGemms(a, sc.value(), plan.value(), out, j, &dense)) ++failed;
+      const std::string profile = kernels::ProfileToYaml(calibrated) + DenseYaml(dense);
+      j["calibration"] = {{"before_mean_abs", eb.mean_abs},
+                          {"before_max_abs", eb.max_abs},
+                          {"after_mean_abs", ea.mean_abs},
+                          {"after_max_abs", ea.max_abs},
+                          {"held_out", ea.n},
+                          {"profile", profile}};
       if (!a.calibrate_out.empty()) {
         std::ofstream f(a.calibrate_out);
-        f << kernels::ProfileToYaml(calibrated);
+        f << profile;
         if (!f) {
           std::cerr << "kvsim gpu-validate: cannot write " << a.calibrate_out << "\n";
           ExitCode() = 2;
@@ -283,6 +421,11 @@ void RegisterGpuValidate(CLI::App& app) {
   cmd->add_flag("--host", args.host,
                 "run the correctness checks on the host references instead of the GPU "
                 "(tests the harness and the plan's layouts without a device; no timing)");
+  cmd->add_flag("--no-gemm", args.no_gemm, "skip the cuBLASLt GEMM timings of the model's shapes");
+  cmd->add_option("--gemm-tokens", args.gemm_tokens,
+                  "token counts M of the GEMM timings (default 1 8 32 128 512 2048 8192; "
+                  "--quick: 1 32 512)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--repeats", args.repeats, "timed repeats per kernel (median)")
       ->check(CLI::Range(3, 1000));
   cmd->callback([] { RunGpuValidate(args); });

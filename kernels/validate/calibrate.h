@@ -2,20 +2,23 @@
 // weighted least squares per kernel class (Eigen), relative residuals so small and large
 // kernels count alike: t = fixed + bytes / bandwidth for data movement, plus
 // item_bytes / item_bandwidth for decode attention when the samples' work items differ
-// enough to fit it (else, or if that coefficient comes out non-positive, the line alone). Samples marked held_out are
-// kept out of the fit and used to report the model's error before and after. Host-only,
-// always built; also writes the profile as YAML.
+// enough to fit it (else, or if that coefficient comes out non-positive, the line alone). Samples
+// marked held_out are kept out of the fit and used to report the model's error before and after.
+// GEMM samples (kGemm, timed by gemm_suite.h) are carried here too but not fitted: the step-time
+// model owns the GEMM roofline (core/cost_model.h), and `kvsim calibrate` fits its dense
+// coefficients on them. Host-only, always built; also writes the profile as YAML.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/hardware_profile.h"
 
 namespace kvsim::kernels {
 
-enum class KernelClass : uint8_t { kDataMovement, kDecodeAttention };
+enum class KernelClass : uint8_t { kDataMovement, kDecodeAttention, kGemm };
 
 struct TimingSample {
   std::string kernel;   // "append", "gather", "convert:nhd->hnd", "decode_attention", ...
@@ -25,6 +28,14 @@ struct TimingSample {
   int64_t item_bytes = 0;  // attention: KV bytes of one CTA (DecodeItemBytes); 0 = unknown
   double seconds = 0;   // measured median
   bool held_out = false;
+  // kGemm: `groups` GEMMs of M × N × K (1 = one linear layer; more = a grouped expert GEMM),
+  // inputs and weights in `dtype`, output bf16. `bytes` is then weights + activations.
+  int64_t m = 0, n = 0, k = 0, groups = 1;
+  bool grouped = false;  // routed experts
+  DType dtype = DType::kBFloat16;
+  int64_t tokens = 0;        // the step's tokens the shape stands for
+  int64_t weight_bytes = 0;  // groups · N · K · element bytes
+  double flops = 0;          // 2 · groups · M · N · K
 };
 
 struct LineFit {
@@ -37,6 +48,8 @@ struct LineFit {
 
 LineFit FitLine(const std::vector<TimingSample>& samples, KernelClass cls);
 
+// The kernel-time model's time of a data-movement or attention sample; 0 for a GEMM (the
+// step-time model prices those).
 double ModelSeconds(const HardwareProfile& hw, const TimingSample& s);
 
 struct ModelError {

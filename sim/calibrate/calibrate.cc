@@ -95,6 +95,25 @@ Eigen::VectorXd BoundedLeastSquares(const Eigen::MatrixXd& a, const Eigen::Vecto
   return x.cwiseProduct(scale);
 }
 
+Eigen::VectorXd FitRegimes(const std::vector<size_t>& rows, const std::vector<double>& measured,
+                           const RegimeFeatures& features, Eigen::VectorXd x,
+                           const Eigen::VectorXd& lo, const Eigen::VectorXd& hi) {
+  const auto n = static_cast<Eigen::Index>(rows.size());
+  for (int it = 0; it < 50; ++it) {
+    Eigen::MatrixXd a(n, x.size());
+    const Eigen::VectorXd b = Eigen::VectorXd::Ones(n);
+    for (Eigen::Index r = 0; r < n; ++r) {
+      const size_t i = rows[static_cast<size_t>(r)];
+      a.row(r) = features(i, x) / measured[i];
+    }
+    const Eigen::VectorXd next = BoundedLeastSquares(a, b, lo, hi);
+    const bool same = (next - x).cwiseAbs().maxCoeff() <= 1e-12 * x.cwiseAbs().maxCoeff();
+    x = next;
+    if (same) break;
+  }
+  return x;
+}
+
 const std::vector<FitParameter>& ServingFitParameters() {
   static const std::vector<FitParameter> params = {
       {"mbu", 0.4, 0.9},  // at most copy speed (gpu-validate measures 0.90 of peak on H100)
@@ -218,20 +237,12 @@ Eigen::Vector3d FitOperatorRows(const HardwareSpec& hw, const std::vector<Operat
                                 const std::vector<size_t>& rows, double peak, Eigen::Vector3d x) {
   const double inf = std::numeric_limits<double>::infinity();
   Eigen::Vector3d lo(1.0, 1.0, 0.0), hi(inf, inf, inf);  // efficiencies ≤ 1, overhead ≥ 0
-  for (int it = 0; it < 50; ++it) {
-    Eigen::MatrixXd a(static_cast<Eigen::Index>(rows.size()), 3);
-    Eigen::VectorXd b(static_cast<Eigen::Index>(rows.size()));
-    for (size_t r = 0; r < rows.size(); ++r) {
-      const OperatorSample& s = samples[rows[r]];
-      a.row(static_cast<Eigen::Index>(r)) = OperatorFeatures(hw, s, peak, x) / s.measured_s;
-      b(static_cast<Eigen::Index>(r)) = 1.0;
-    }
-    const Eigen::Vector3d next = BoundedLeastSquares(a, b, lo, hi);
-    const bool same = (next - x).cwiseAbs().maxCoeff() <= 1e-12 * x.cwiseAbs().maxCoeff();
-    x = next;
-    if (same) break;
-  }
-  return x;
+  std::vector<double> measured;
+  for (const auto& s : samples) measured.push_back(s.measured_s);
+  const RegimeFeatures features = [&](size_t i, const Eigen::VectorXd& at) {
+    return Eigen::RowVectorXd(OperatorFeatures(hw, samples[i], peak, Eigen::Vector3d(at)));
+  };
+  return FitRegimes(rows, measured, features, x, lo, hi);
 }
 
 HardwareSpec WithOperatorFit(HardwareSpec hw, const Eigen::Vector3d& x) {
@@ -450,7 +461,7 @@ Result<AttentionFit> FitGpuValidate(const std::string& json_text, const std::str
   }
   if (!j.is_object() || !j.contains("timing") || !j["timing"].contains("rows") ||
       !j["timing"]["rows"].is_array()) {
-    return Status::Error("bad_gpu_validate",
+    return Status::Error("no_attention_timings",
                          path + ": no timing.rows (run gpu-validate with timings, not --quick)");
   }
   std::vector<std::pair<double, double>> rows;  // (bytes, seconds)

@@ -34,6 +34,15 @@ namespace kvsim {
 Eigen::VectorXd BoundedLeastSquares(const Eigen::MatrixXd& a, const Eigen::VectorXd& b,
                                     const Eigen::VectorXd& lo, const Eigen::VectorXd& hi);
 
+// The fit behind operator profiles and GEMM timings: minimises Σ_i (features(i, x) · x / t_i
+// − 1)² over lo ≤ x ≤ hi, where x holds inverse efficiencies and fixed costs and the features
+// depend on x (each GEMM is priced in the regime, memory or compute, that bounds it at x):
+// solved by BoundedLeastSquares, the regimes reassigned at the new x, until x stops moving.
+using RegimeFeatures = std::function<Eigen::RowVectorXd(size_t row, const Eigen::VectorXd& x)>;
+Eigen::VectorXd FitRegimes(const std::vector<size_t>& rows, const std::vector<double>& measured,
+                           const RegimeFeatures& features, Eigen::VectorXd x,
+                           const Eigen::VectorXd& lo, const Eigen::VectorXd& hi);
+
 // One coefficient a fit may move, within bounds.
 struct FitParameter {
   std::string key;  // a hardware key (HardwareSpec field name)

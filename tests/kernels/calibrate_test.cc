@@ -1,11 +1,12 @@
-// Calibration fit, held-out error and the profile YAML; half-precision conversions used by
-// the references.
+// Calibration fit, held-out error and the profile YAML, GEMM samples, and the half-precision
+// conversions used by the references.
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "kernels/reference/half.h"
 #include "kernels/validate/calibrate.h"
+#include "kernels/validate/gemm_suite.h"
 
 namespace kvsim::kernels {
 namespace {
@@ -112,6 +113,32 @@ TEST_CASE("fp16 and bf16 conversions are exact where they must be") {
   CHECK(FloatToBf16(-0.5f) == 0xBF00);
   for (uint32_t h = 0; h < 0x7C00; h += 7) CHECK(FloatToFp16(Fp16ToFloat(h)) == h);
   for (uint32_t h = 0; h < 0x7F80; h += 13) CHECK(FloatToBf16(Bf16ToFloat(h)) == h);
+}
+
+}  // namespace
+}  // namespace kvsim::kernels
+
+namespace kvsim::kernels {
+namespace {
+
+TEST_CASE("GEMM samples carry their shape, bytes and FLOPs; the kernel-time fit ignores them") {
+  const GemmCase c{"experts.gate_up", 512, 32, 2048, 1024, 16, true, DType::kFp8E4M3};
+  const TimingSample s = MakeGemmSample(c, 2e-5);
+  CHECK(s.cls == KernelClass::kGemm);
+  CHECK(s.variant == "experts.gate_up");
+  CHECK(s.weight_bytes == 16 * 2048 * 1024);                         // fp8: one byte per weight
+  CHECK(s.bytes == 16 * 2048 * 1024 + 16 * 32 * (2048 + 1024) * 2);  // + bf16 activations
+  CHECK(s.flops == 2.0 * 16 * 32 * 2048 * 1024);
+  CHECK(s.groups == 16);
+  CHECK(s.grouped);
+  HardwareProfile before;
+  std::vector<TimingSample> samples(5, s);
+  for (auto& x : samples) x.held_out = true;
+  CHECK(ModelSeconds(before, s) == 0);
+  CHECK(HeldOutError(before, samples).n == 0);
+  const HardwareProfile after = Calibrate(before, samples);
+  CHECK(after.move_bytes_per_s == before.move_bytes_per_s);
+  CHECK(after.attn_bytes_per_s == before.attn_bytes_per_s);
 }
 
 }  // namespace
