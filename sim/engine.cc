@@ -378,7 +378,7 @@ void Engine::OnStepEnd() {
     for (SimRequest* p : finished_buf_) {
       offload_->RequestFinished(*p);  // before its blocks are freed
       finished_since_decision_.push_back(*p);
-      finished_since_decision_.back().kv_handle = -1;
+      finished_since_decision_.back().kv_handle = kNoRequestHandle;
     }
     metrics_.CpuTierSample(
         offload_->connector().tier().num_blocks() > 0

@@ -44,7 +44,7 @@ OffloadRequestView OffloadDriver::View(const SimRequest& r) const {
   v.num_prompt_tokens = r.num_prompt_tokens;
   v.num_computed_tokens = r.num_computed_tokens;
   // A released request keeps the keys the connector already derived from its hashes.
-  if (r.kv_handle >= 0) v.block_hashes = kv_->block_hashes(r.kv_handle);
+  if (r.kv_handle != kNoRequestHandle) v.block_hashes = kv_->block_hashes(r.kv_handle);
   return v;
 }
 
@@ -182,7 +182,7 @@ void OffloadDriver::ApplyOutput(int64_t step) {
 void OffloadDriver::RequestFinished(const SimRequest& r) {
   unfinished_tracked_.erase(r.id);
   connector_.RequestFinished(r.id);
-  if (r.kv_handle < 0) return;
+  if (r.kv_handle == kNoRequestHandle) return;
   // request_finished registers the GPU blocks its pending stores read from.
   const int64_t f = connector_.config().block_size_factor;
   const std::span<const BlockId> blocks = kv_->blocks(r.kv_handle, 0);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/types.h"
+
 namespace kvsim {
 
 using RequestId = int64_t;
@@ -58,7 +60,7 @@ struct SimRequest {
   // when a step's chunks are committed).
   bool is_prefill_chunk = false;
   int32_t num_preemptions = 0;
-  int32_t kv_handle = -1;           // the KV allocator's handle (opaque to the scheduler)
+  RequestHandle kv_handle = kNoRequestHandle;  // the KV allocator's (opaque to the scheduler)
 
   int64_t num_tokens_with_spec() const { return num_tokens + num_spec_tokens; }
   // Prompt plus every sampled token, in flight or applied (step-log.md §5 "known tokens").

@@ -1,0 +1,74 @@
+// Strong id types: the ids that name things across the project, each its own type so that
+// one kind of id cannot be passed where another is expected (a request's id where the KV
+// manager's handle for it is asked, a pool-local instance index where the cluster's global
+// one is). StrongId<Tag, Rep> wraps one integer and adds nothing at run time: it is as big
+// as Rep, trivially copyable, constexpr, compares and orders as Rep does, and hashes with
+// std::hash<Rep> (so unordered containers keyed by an id behave exactly as they did keyed
+// by the integer). Construction from the integer is explicit; .value() gives it back.
+//
+// Formatting: format_as(id) is the integer, which fmt ≥ 10 finds by itself;
+// sim/strong_id_format.h adds the fmt::formatter that fmt 9 needs (core may not include fmt).
+//
+// Which ids are strong, and which stay plain integers on purpose:
+//   RequestHandle  the KvCacheManager's slot for a request (reused after RemoveRequest).
+//   BlockId        a plain int32_t alias (core/block_id.h): it is the index into the pool's
+//                  record array, the free queue's links and the hash map's values on the
+//                  hottest path, and block tables are handed around as spans of it; a
+//                  wrapper there would be .value() at almost every use for little safety.
+//   KV cache group indices stay int: they index KvCachePlan::groups and every per-group
+//                  vector directly.
+#pragma once
+
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+
+namespace kvsim {
+
+template <typename Tag, typename Rep>
+class StrongId {
+  static_assert(std::is_integral_v<Rep>, "a strong id wraps an integer");
+
+ public:
+  using rep_type = Rep;
+
+  constexpr StrongId() noexcept = default;  // Rep{} (0)
+  constexpr explicit StrongId(Rep v) noexcept : v_(v) {}
+
+  constexpr Rep value() const noexcept { return v_; }
+
+  friend constexpr bool operator==(StrongId, StrongId) noexcept = default;
+  friend constexpr auto operator<=>(StrongId, StrongId) noexcept = default;
+
+ private:
+  Rep v_{};
+};
+
+// fmt ≥ 10 formats any type with a format_as found by ADL as what it returns.
+template <typename Tag, typename Rep>
+constexpr Rep format_as(StrongId<Tag, Rep> id) noexcept {
+  return id.value();
+}
+
+struct RequestHandleTag;
+
+using RequestHandle = StrongId<RequestHandleTag, int32_t>;
+
+// RequestHandle's "no handle" (a request the KV manager does not know, or no longer knows).
+inline constexpr RequestHandle kNoRequestHandle{-1};
+
+// Zero cost: same size and alignment as the integer, copied as the integer.
+static_assert(sizeof(RequestHandle) == sizeof(int32_t));
+static_assert(alignof(RequestHandle) == alignof(int32_t));
+static_assert(std::is_trivially_copyable_v<RequestHandle>);
+
+}  // namespace kvsim
+
+template <typename Tag, typename Rep>
+struct std::hash<kvsim::StrongId<Tag, Rep>> {
+  size_t operator()(kvsim::StrongId<Tag, Rep> id) const noexcept {
+    return std::hash<Rep>{}(id.value());
+  }
+};
