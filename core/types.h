@@ -10,6 +10,8 @@
 // sim/strong_id_format.h adds the fmt::formatter that fmt 9 needs (core may not include fmt).
 //
 // Which ids are strong, and which stay plain integers on purpose:
+//   RequestId      a request's id in a run (workloads, scheduler, engine, cluster, metrics,
+//                  trace); dense from 0, so outputs index their records by .value().
 //   RequestHandle  the KvCacheManager's slot for a request (reused after RemoveRequest).
 //   BlockId        a plain int32_t alias (core/block_id.h): it is the index into the pool's
 //                  record array, the free queue's links and the hash map's values on the
@@ -52,14 +54,17 @@ constexpr Rep format_as(StrongId<Tag, Rep> id) noexcept {
   return id.value();
 }
 
+struct RequestIdTag;
 struct RequestHandleTag;
 
+using RequestId = StrongId<RequestIdTag, int64_t>;
 using RequestHandle = StrongId<RequestHandleTag, int32_t>;
 
 // RequestHandle's "no handle" (a request the KV manager does not know, or no longer knows).
 inline constexpr RequestHandle kNoRequestHandle{-1};
 
 // Zero cost: same size and alignment as the integer, copied as the integer.
+static_assert(sizeof(RequestId) == sizeof(int64_t) && alignof(RequestId) == alignof(int64_t));
 static_assert(sizeof(RequestHandle) == sizeof(int32_t));
 static_assert(alignof(RequestHandle) == alignof(int32_t));
 static_assert(std::is_trivially_copyable_v<RequestHandle>);

@@ -13,6 +13,7 @@
 #include "sim/instance/engine_instance.h"
 #include "sim/report/plan_report.h"
 #include "sim/scheduler/scheduler.h"
+#include "sim/strong_id_format.h"
 #include "sim/workload/rng.h"
 
 namespace kvsim {
@@ -63,7 +64,7 @@ class ClusterSim::Instance {
     last_usage = usage;
     usage_max = std::max(usage_max, usage);
   }
-  Live& live_of(int64_t id) { return *live.at(id); }
+  Live& live_of(RequestId id) { return *live.at(id); }
 
   EngineInstance inst;
   const int index;
@@ -72,7 +73,7 @@ class ClusterSim::Instance {
   int64_t usable_blocks = 0;
   bool schedule_pending = false;
   Tick step_start = 0;
-  std::map<int64_t, std::unique_ptr<Live>> live;
+  std::map<RequestId, std::unique_ptr<Live>> live;
   int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
   double usage_area = 0, usage_max = 0, last_usage = 0;
   Tick last_step_end = -1;
@@ -169,8 +170,8 @@ void ClusterSim::Push(Tick t, EventKind kind, InstanceEvent e) {
 }
 
 void ClusterSim::Push(Tick t, EventKind kind, RequestEvent e) {
-  KVSIM_CHECK(!IsInstanceEvent(kind) && e.id >= 0);
-  queue_.Push(t, kind, static_cast<uint64_t>(e.id));
+  KVSIM_CHECK(!IsInstanceEvent(kind) && e.id.value() >= 0);
+  queue_.Push(t, kind, static_cast<uint64_t>(e.id.value()));
 }
 
 ClusterSim::InstanceEvent ClusterSim::InstanceOf(const Event& e) {
@@ -180,7 +181,7 @@ ClusterSim::InstanceEvent ClusterSim::InstanceOf(const Event& e) {
 
 ClusterSim::RequestEvent ClusterSim::RequestOf(const Event& e) {
   KVSIM_CHECK(!IsInstanceEvent(e.kind));
-  return {static_cast<RequestId>(e.payload)};
+  return {RequestId{static_cast<int64_t>(e.payload)}};
 }
 
 void ClusterSim::PullOpenLoop() {
@@ -190,7 +191,7 @@ void ClusterSim::PullOpenLoop() {
     open_loop_done_ = true;
     return;
   }
-  const int64_t id = next->id;
+  const RequestId id = next->id;
   // Intake (HTTP, tokenization) before the router sees it; TTFT counts from spec.arrival.
   // Open-loop arrivals enter in send order: the next is pulled when this one enters.
   const Tick t =
@@ -316,7 +317,7 @@ void ClusterSim::OnSchedule(int i) {
     in.cost.Add(c.num_tokens, c.num_computed_before);
     in.step_tokens += c.num_tokens;
     if (c.new_admission) ++in.step_admitted;
-    PdRecord& rec = records_[static_cast<size_t>(c.req->id)];
+    PdRecord& rec = record_of(c.req->id);
     if (in.prefill() && c.new_admission && rec.prefill_start < 0) {
       rec.prefill_start = now_;
       rec.prefill_hit_tokens = c.hit_tokens;
@@ -349,7 +350,7 @@ void ClusterSim::OnStepEnd(int i) {
         // A prefill instance's one token is sampled and discarded (the proxy asked for it
         // only to run the prompt): the user sees tokens from the decoder.
         if (in.prefill()) return;
-        PdRecord& rec = records_[static_cast<size_t>(r.id)];
+        PdRecord& rec = record_of(r.id);
         if (rec.first_token < 0) rec.first_token = seen;
         Instance::Live& lv = Instance::LiveOf(r);
         if (lv.last_emit >= 0) itl_.Add(seen - lv.last_emit);
@@ -426,10 +427,10 @@ void ClusterSim::TraceRequests() {
   }
 }
 
-void ClusterSim::OnArrival(int64_t id) {
+void ClusterSim::OnArrival(RequestId id) {
   const RequestSpec& spec = specs_.at(id);
-  if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  GrowRecords(id);
+  PdRecord& rec = record_of(id);
   rec.id = id;
   rec.arrived = true;
   rec.arrival = spec.arrival;
@@ -459,8 +460,8 @@ void ClusterSim::OnArrival(int64_t id) {
   RequestSchedule(p);
 }
 
-void ClusterSim::OnPrefillDone(int p, int64_t id) {
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+void ClusterSim::OnPrefillDone(int p, RequestId id) {
+  PdRecord& rec = record_of(id);
   rec.prefill_end = now_;
   const RequestSpec& spec = specs_.at(id);
   const std::vector<TokenId>& prompt = PromptOf(spec);
@@ -486,10 +487,10 @@ void ClusterSim::OnPrefillDone(int p, int64_t id) {
 void ClusterSim::TryReserve(int d) {
   Instance& in = *inst_[static_cast<size_t>(d)];
   while (SimRequest* r = in.inst.ReserveIncoming()) {
-    const int64_t id = r->id;
+    const RequestId id = r->id;
     const int64_t n = r->num_prompt_tokens;
     const int64_t hit_tokens = r->num_cached_tokens;
-    PdRecord& rec = records_[static_cast<size_t>(id)];
+    PdRecord& rec = record_of(id);
     rec.reserved = now_;
     rec.decode_hit_tokens = hit_tokens;
     Transfer& t = transfers_.at(id);
@@ -508,9 +509,9 @@ void ClusterSim::TryReserve(int d) {
   }
 }
 
-void ClusterSim::OnWireStart(int64_t id) {
+void ClusterSim::OnWireStart(RequestId id) {
   Transfer& t = transfers_.at(id);
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  PdRecord& rec = record_of(id);
   rec.wire_start = now_;
   const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
   const double cap = flow_cap_ > 0 ? flow_cap_ : std::numeric_limits<double>::infinity();
@@ -520,11 +521,11 @@ void ClusterSim::OnWireStart(int64_t id) {
 }
 
 void ClusterSim::OnWireEnd(int64_t flow) {
-  const int64_t id = flow_to_request_.at(flow);
+  const RequestId id = flow_to_request_.at(flow);
   flow_to_request_.erase(flow);
   TraceNetwork();
   Transfer& t = transfers_.at(id);
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  PdRecord& rec = record_of(id);
   rec.wire_end = now_;
   // The decoder has read the blocks: the prefill instance frees them (they stay cached).
   Instance& p = *inst_[static_cast<size_t>(t.p)];
@@ -538,10 +539,10 @@ void ClusterSim::OnWireEnd(int64_t flow) {
        RequestEvent{id});
 }
 
-void ClusterSim::OnKvReady(int64_t id) {
+void ClusterSim::OnKvReady(RequestId id) {
   // A copy of the decode instance: the transfer's entry is erased below, before it is used.
   const int d = transfers_.at(id).d;
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  PdRecord& rec = record_of(id);
   rec.kv_ready = now_;
   Instance& in = *inst_[static_cast<size_t>(d)];
   in.inbound_tokens -= rec.prompt_tokens;
@@ -550,9 +551,9 @@ void ClusterSim::OnKvReady(int64_t id) {
   RequestSchedule(d);
 }
 
-void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {
+void ClusterSim::OnFinished(int d, RequestId id, int64_t outputs) {
   Instance& in = *inst_[static_cast<size_t>(d)];
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  PdRecord& rec = record_of(id);
   rec.finish = std::max(now_, in.live_of(id).last_emit);  // when the last token is seen
   rec.output_tokens = outputs;
   last_finish_ = std::max(last_finish_, rec.finish);
@@ -560,18 +561,18 @@ void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {
   EndForWorkload(id, outputs);
 }
 
-void ClusterSim::Reject(int64_t id) {
-  if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
-  records_[static_cast<size_t>(id)].rejected = true;
+void ClusterSim::Reject(RequestId id) {
+  GrowRecords(id);
+  record_of(id).rejected = true;
   EndForWorkload(id, 0);
 }
 
-void ClusterSim::EndForWorkload(int64_t id, int64_t output_tokens) {
+void ClusterSim::EndForWorkload(RequestId id, int64_t output_tokens) {
   follow_buf_.clear();
   workload_->OnFinish(specs_.at(id), output_tokens, now_, follow_buf_);
   specs_.erase(id);
   for (RequestSpec& f : follow_buf_) {
-    const int64_t fid = f.id;
+    const RequestId fid = f.id;
     const Tick at = f.arrival + inst_[0]->cost.IntakeNanos(f.num_prompt_tokens);
     specs_[fid] = std::move(f);
     Push(at, EventKind::kArrival, RequestEvent{fid});

@@ -12,8 +12,6 @@
 
 namespace kvsim {
 
-using RequestId = int64_t;
-
 // kFinishedPreempted: finished by a token that was in flight when it was preempted (async);
 // it is still in WAITING until the instance releases it. kWaitingForRemoteKvs: admitted with
 // an external (CPU-tier) hit whose load has not been reported finished; it holds its blocks
@@ -40,7 +38,7 @@ constexpr std::string_view RequestStatusName(RequestStatus s) {
 }
 
 struct SimRequest {
-  RequestId id = 0;
+  RequestId id;
   RequestStatus status = RequestStatus::kWaiting;
   int64_t priority = 0;          // PRIORITY policy: lower value = more important
   int64_t arrival_tick = 0;      // ns; PRIORITY policy tie-break and latency metrics

@@ -32,6 +32,14 @@ static_assert(!std::is_convertible_v<AppleId, PearId> && !std::is_constructible_
 static_assert(!std::is_convertible_v<AppleId, RequestHandle>);
 static_assert(!std::is_convertible_v<RequestHandle, AppleId>);
 static_assert(!std::is_constructible_v<RequestHandle, PlumId>);
+// The case the types exist for: a request's id is not the KV manager's handle for it.
+static_assert(!std::is_convertible_v<RequestId, RequestHandle>);
+static_assert(!std::is_convertible_v<RequestHandle, RequestId>);
+static_assert(!std::is_constructible_v<RequestHandle, RequestId>);
+static_assert(!std::is_constructible_v<RequestId, RequestHandle>);
+static_assert(!kComparable<RequestId, RequestHandle> && !kComparable<RequestId, int64_t>);
+static_assert(!std::is_convertible_v<int64_t, RequestId>);
+static_assert(!std::is_convertible_v<RequestId, int64_t>);
 static_assert(kComparable<RequestHandle, RequestHandle> && kComparable<PlumId, PlumId>);
 static_assert(!kComparable<AppleId, PearId> && !kComparable<RequestHandle, AppleId>);
 // Nor to or from their integers implicitly: construction is explicit, .value() gives it back.
@@ -50,10 +58,13 @@ constexpr bool kManagerTakes = requires(KvCacheManager& m, const KvCacheManager&
   cm.num_tokens(h);
 };
 static_assert(kManagerTakes<RequestHandle>);
+static_assert(!kManagerTakes<RequestId>);
 static_assert(!kManagerTakes<int32_t> && !kManagerTakes<int64_t> && !kManagerTakes<AppleId>);
 
 // Zero cost: the integer's size, trivially copyable, usable in constant expressions.
 static_assert(sizeof(RequestHandle) == sizeof(int32_t) && sizeof(PlumId) == sizeof(int64_t));
+static_assert(sizeof(RequestId) == sizeof(int64_t) && std::is_trivially_copyable_v<RequestId>);
+static_assert(RequestId{}.value() == 0);
 static_assert(std::is_trivially_copyable_v<RequestHandle>);
 static_assert(std::is_trivially_destructible_v<RequestHandle>);
 static_assert(RequestHandle{}.value() == 0);

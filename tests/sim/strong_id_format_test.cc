@@ -12,6 +12,7 @@ namespace {
 TEST_CASE("A strong id formats as its integer") {
   using PlumId = StrongId<struct PlumTag, int64_t>;
   CHECK(fmt::format("{}", PlumId{42}) == "42");
+  CHECK(fmt::format("{}", RequestId{int64_t{1} << 40}) == "1099511627776");
   CHECK(fmt::format("{},{}", RequestHandle{7}, kNoRequestHandle) == "7,-1");
   CHECK(fmt::format("{:>4}|{:04}", RequestHandle{3}, PlumId{12}) == "   3|0012");
 }
