@@ -13,6 +13,9 @@
 //   RequestId      a request's id in a run (workloads, scheduler, engine, cluster, metrics,
 //                  trace); dense from 0, so outputs index their records by .value().
 //   RequestHandle  the KvCacheManager's slot for a request (reused after RemoveRequest).
+//   InstanceId     an engine instance's global index in a P/D cluster (prefill instances
+//                  first, then decode instances); pool-local indices (a router's choice, the
+//                  topology's paths, the records' columns) stay plain ints.
 //   BlockId        a plain int32_t alias (core/block_id.h): it is the index into the pool's
 //                  record array, the free queue's links and the hash map's values on the
 //                  hottest path, and block tables are handed around as spans of it; a
@@ -56,9 +59,11 @@ constexpr Rep format_as(StrongId<Tag, Rep> id) noexcept {
 
 struct RequestIdTag;
 struct RequestHandleTag;
+struct InstanceIdTag;
 
 using RequestId = StrongId<RequestIdTag, int64_t>;
 using RequestHandle = StrongId<RequestHandleTag, int32_t>;
+using InstanceId = StrongId<InstanceIdTag, int32_t>;
 
 // RequestHandle's "no handle" (a request the KV manager does not know, or no longer knows).
 inline constexpr RequestHandle kNoRequestHandle{-1};

@@ -83,8 +83,8 @@ class ClusterSim::Instance {
 };
 
 struct ClusterSim::Transfer {
-  int p = -1;  // prefill instance (global index)
-  int d = -1;  // decode instance (global index)
+  InstanceId p{-1};  // prefill instance
+  InstanceId d{-1};  // decode instance
   KvTransferCost cost;
   Tick post_end = 0;  // overlap mode: the wire may not finish before posting does
   int64_t flow = -1;
@@ -94,7 +94,7 @@ namespace {
 
 // Trace processes: 1 the network, 2 the requests (TraceRecorder's), 3.. the instances.
 constexpr int kNetworkPid = 1;
-int InstancePid(int global_index) { return 3 + global_index; }
+int InstancePid(InstanceId i) { return 3 + i.value(); }
 
 }  // namespace
 
@@ -165,8 +165,8 @@ bool IsInstanceEvent(EventKind k) { return k == EventKind::kSchedule || k == Eve
 }  // namespace
 
 void ClusterSim::Push(Tick t, EventKind kind, InstanceEvent e) {
-  KVSIM_CHECK(IsInstanceEvent(kind) && e.instance >= 0);
-  queue_.Push(t, kind, static_cast<uint64_t>(e.instance));
+  KVSIM_CHECK(IsInstanceEvent(kind) && e.instance.value() >= 0);
+  queue_.Push(t, kind, static_cast<uint64_t>(e.instance.value()));
 }
 
 void ClusterSim::Push(Tick t, EventKind kind, RequestEvent e) {
@@ -176,7 +176,7 @@ void ClusterSim::Push(Tick t, EventKind kind, RequestEvent e) {
 
 ClusterSim::InstanceEvent ClusterSim::InstanceOf(const Event& e) {
   KVSIM_CHECK(IsInstanceEvent(e.kind));
-  return {static_cast<int>(e.payload)};
+  return {InstanceId{static_cast<int32_t>(e.payload)}};
 }
 
 ClusterSim::RequestEvent ClusterSim::RequestOf(const Event& e) {
@@ -201,8 +201,8 @@ void ClusterSim::PullOpenLoop() {
   Push(t, EventKind::kArrival, RequestEvent{id});
 }
 
-void ClusterSim::RequestSchedule(int i) {
-  Instance& in = *inst_[static_cast<size_t>(i)];
+void ClusterSim::RequestSchedule(InstanceId i) {
+  Instance& in = instance(i);
   if (in.inst.step_in_flight() || in.schedule_pending) return;
   in.schedule_pending = true;
   Push(now_, EventKind::kSchedule, InstanceEvent{i});
@@ -293,8 +293,8 @@ void ClusterSim::Run() {
   if (trace_) TraceRequests();
 }
 
-void ClusterSim::OnSchedule(int i) {
-  Instance& in = *inst_[static_cast<size_t>(i)];
+void ClusterSim::OnSchedule(InstanceId i) {
+  Instance& in = instance(i);
   in.schedule_pending = false;
   if (in.inst.step_in_flight() || in.inst.idle()) return;
   const bool runs = in.inst.BeginStep();
@@ -328,8 +328,8 @@ void ClusterSim::OnSchedule(int i) {
   Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, InstanceEvent{i});
 }
 
-void ClusterSim::OnStepEnd(int i) {
-  Instance& in = *inst_[static_cast<size_t>(i)];
+void ClusterSim::OnStepEnd(InstanceId i) {
+  Instance& in = instance(i);
   const StepPlan& step = in.inst.step();
   if (trace_) {
     trace_->Step(in.step_start, now_, in.step_tokens, static_cast<int64_t>(step.scheduled.size()),
@@ -387,7 +387,7 @@ void ClusterSim::SetTrace(TraceRecorder* trace) {
   trace_->NameProcess(kNetworkPid, "network");
   for (size_t i = 0; i < inst_.size(); ++i) {
     const Instance& in = *inst_[i];
-    trace_->NameProcess(InstancePid(static_cast<int>(i)),
+    trace_->NameProcess(InstancePid(InstanceId{static_cast<int32_t>(i)}),
                         fmt::format("{} {}", InstanceRoleName(in.inst.role()), in.index));
   }
 }
@@ -437,7 +437,7 @@ void ClusterSim::OnArrival(RequestId id) {
   rec.prompt_tokens = spec.num_prompt_tokens;
   if (first_arrival_ < 0 || rec.arrival < first_arrival_) first_arrival_ = rec.arrival;
   const Instance& p0 = *inst_[0];
-  const Instance& d0 = *inst_[static_cast<size_t>(num_prefill_)];
+  const Instance& d0 = instance(DecodeInstance(0));
   const int64_t n = rec.prompt_tokens;
   if (n < 1 || n >= p0.params().max_model_len || n >= d0.params().max_model_len ||
       p0.inst.kv().BlocksNeededFresh(n) > p0.usable_blocks ||
@@ -447,9 +447,10 @@ void ClusterSim::OnArrival(RequestId id) {
   }
   const std::vector<TokenId>& prompt = PromptOf(spec);
   const std::vector<BlockHash> hashes = RouteHashes(prompt);
-  const int p = prefill_router_->Route(hashes, Loads(true));
-  rec.prefill_instance = p;
-  Instance& in = *inst_[static_cast<size_t>(p)];
+  const int p_local = prefill_router_->Route(hashes, Loads(true));
+  rec.prefill_instance = p_local;
+  const InstanceId p{p_local};  // the prefill pool comes first
+  Instance& in = instance(p);
   auto lv = std::make_unique<Instance::Live>();
   SimRequest& r = *lv;
   r.id = id;
@@ -460,15 +461,15 @@ void ClusterSim::OnArrival(RequestId id) {
   RequestSchedule(p);
 }
 
-void ClusterSim::OnPrefillDone(int p, RequestId id) {
+void ClusterSim::OnPrefillDone(InstanceId p, RequestId id) {
   PdRecord& rec = record_of(id);
   rec.prefill_end = now_;
   const RequestSpec& spec = specs_.at(id);
   const std::vector<TokenId>& prompt = PromptOf(spec);
   const int d_local = decode_router_->Route(RouteHashes(prompt), Loads(false));
-  const int d = num_prefill_ + d_local;
+  const InstanceId d = DecodeInstance(d_local);
   rec.decode_instance = d_local;
-  Instance& in = *inst_[static_cast<size_t>(d)];
+  Instance& in = instance(d);
   auto lv = std::make_unique<Instance::Live>();
   SimRequest& r = *lv;
   r.id = id;
@@ -484,8 +485,8 @@ void ClusterSim::OnPrefillDone(int p, RequestId id) {
   TryReserve(d);
 }
 
-void ClusterSim::TryReserve(int d) {
-  Instance& in = *inst_[static_cast<size_t>(d)];
+void ClusterSim::TryReserve(InstanceId d) {
+  Instance& in = instance(d);
   while (SimRequest* r = in.inst.ReserveIncoming()) {
     const RequestId id = r->id;
     const int64_t n = r->num_prompt_tokens;
@@ -513,7 +514,7 @@ void ClusterSim::OnWireStart(RequestId id) {
   Transfer& t = transfers_.at(id);
   PdRecord& rec = record_of(id);
   rec.wire_start = now_;
-  const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
+  const TopoPath& path = setup_.path(t.p.value(), DecodeLocal(t.d));
   const double cap = flow_cap_ > 0 ? flow_cap_ : std::numeric_limits<double>::infinity();
   t.flow = net_.Add(path.resources, static_cast<double>(t.cost.bytes), now_, cap);
   flow_to_request_[t.flow] = id;
@@ -528,11 +529,11 @@ void ClusterSim::OnWireEnd(int64_t flow) {
   PdRecord& rec = record_of(id);
   rec.wire_end = now_;
   // The decoder has read the blocks: the prefill instance frees them (they stay cached).
-  Instance& p = *inst_[static_cast<size_t>(t.p)];
+  Instance& p = instance(t.p);
   p.inst.Release(&p.live_of(id));
   p.live.erase(id);
   RequestSchedule(t.p);
-  const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
+  const TopoPath& path = setup_.path(t.p.value(), DecodeLocal(t.d));
   const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
   const Tick delivered = std::max(now_, tm.overlap_posting ? t.post_end : now_);
   Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), EventKind::kKvReady,
@@ -541,18 +542,18 @@ void ClusterSim::OnWireEnd(int64_t flow) {
 
 void ClusterSim::OnKvReady(RequestId id) {
   // A copy of the decode instance: the transfer's entry is erased below, before it is used.
-  const int d = transfers_.at(id).d;
+  const InstanceId d = transfers_.at(id).d;
   PdRecord& rec = record_of(id);
   rec.kv_ready = now_;
-  Instance& in = *inst_[static_cast<size_t>(d)];
+  Instance& in = instance(d);
   in.inbound_tokens -= rec.prompt_tokens;
   in.inst.ResumeWithKv(&in.live_of(id));
   transfers_.erase(id);
   RequestSchedule(d);
 }
 
-void ClusterSim::OnFinished(int d, RequestId id, int64_t outputs) {
-  Instance& in = *inst_[static_cast<size_t>(d)];
+void ClusterSim::OnFinished(InstanceId d, RequestId id, int64_t outputs) {
+  Instance& in = instance(d);
   PdRecord& rec = record_of(id);
   rec.finish = std::max(now_, in.live_of(id).last_emit);  // when the last token is seen
   rec.output_tokens = outputs;

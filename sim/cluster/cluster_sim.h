@@ -145,7 +145,7 @@ class ClusterSim {
   // code that writes or reads it, and no bit of it has a second meaning (an open-loop
   // arrival is known by its id: open_loop_next_).
   struct InstanceEvent {  // kSchedule, kStepEnd
-    int instance = 0;     // global index: prefill instances, then decode instances
+    InstanceId instance;  // global index: prefill instances, then decode instances
   };
   struct RequestEvent {  // kArrival, kWireStart, kKvReady
     RequestId id;
@@ -156,14 +156,14 @@ class ClusterSim {
   static RequestEvent RequestOf(const Event& e);
   void PullOpenLoop();
   void OnArrival(RequestId id);
-  void OnSchedule(int inst);  // a decision on instance `inst`; a non-empty one starts a step
-  void OnStepEnd(int inst);
-  void OnPrefillDone(int p, RequestId id);
-  void TryReserve(int d);
+  void OnSchedule(InstanceId inst);  // a decision on instance `inst`; a non-empty one starts a step
+  void OnStepEnd(InstanceId inst);
+  void OnPrefillDone(InstanceId p, RequestId id);
+  void TryReserve(InstanceId d);
   void OnWireStart(RequestId id);
   void OnWireEnd(int64_t flow);
   void OnKvReady(RequestId id);
-  void OnFinished(int d, RequestId id, int64_t outputs);
+  void OnFinished(InstanceId d, RequestId id, int64_t outputs);
   void Reject(RequestId id);
   // Tells the workload request `id` is over (finished, or rejected with 0 outputs), drops its
   // spec and queues the follow-up arrivals the workload returns.
@@ -174,7 +174,11 @@ class ClusterSim {
     const auto i = static_cast<size_t>(id.value());
     if (i >= records_.size()) records_.resize(i + 1);
   }
-  void RequestSchedule(int inst);
+  void RequestSchedule(InstanceId inst);
+  Instance& instance(InstanceId i) { return *inst_[static_cast<size_t>(i.value())]; }
+  // A decode instance's global id from its index in the decode pool, and back.
+  InstanceId DecodeInstance(int local) const { return InstanceId{num_prefill_ + local}; }
+  int DecodeLocal(InstanceId d) const { return d.value() - num_prefill_; }
   void TraceRequests();
   void TraceNetwork();
   std::vector<InstanceLoad> Loads(bool prefill) const;

@@ -40,6 +40,13 @@ static_assert(!std::is_constructible_v<RequestId, RequestHandle>);
 static_assert(!kComparable<RequestId, RequestHandle> && !kComparable<RequestId, int64_t>);
 static_assert(!std::is_convertible_v<int64_t, RequestId>);
 static_assert(!std::is_convertible_v<RequestId, int64_t>);
+// A cluster's global instance id is neither a request's id or handle nor a pool-local index.
+static_assert(!std::is_convertible_v<InstanceId, RequestHandle>);
+static_assert(!std::is_convertible_v<RequestHandle, InstanceId>);
+static_assert(!std::is_constructible_v<InstanceId, RequestId>);
+static_assert(!std::is_convertible_v<int, InstanceId> && !std::is_convertible_v<InstanceId, int>);
+static_assert(!kComparable<InstanceId, int> && !kComparable<InstanceId, RequestHandle>);
+static_assert(sizeof(InstanceId) == sizeof(int32_t) && InstanceId{2} > InstanceId{1});
 static_assert(kComparable<RequestHandle, RequestHandle> && kComparable<PlumId, PlumId>);
 static_assert(!kComparable<AppleId, PearId> && !kComparable<RequestHandle, AppleId>);
 // Nor to or from their integers implicitly: construction is explicit, .value() gives it back.

@@ -14,7 +14,7 @@ TEST_CASE("A strong id formats as its integer") {
   CHECK(fmt::format("{}", PlumId{42}) == "42");
   CHECK(fmt::format("{}", RequestId{int64_t{1} << 40}) == "1099511627776");
   CHECK(fmt::format("{},{}", RequestHandle{7}, kNoRequestHandle) == "7,-1");
-  CHECK(fmt::format("{:>4}|{:04}", RequestHandle{3}, PlumId{12}) == "   3|0012");
+  CHECK(fmt::format("{:>4}|{:04}", InstanceId{3}, PlumId{12}) == "   3|0012");
 }
 
 }  // namespace
