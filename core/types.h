@@ -16,12 +16,9 @@
 //   InstanceId     an engine instance's global index in a P/D cluster (prefill instances
 //                  first, then decode instances); pool-local indices (a router's choice, the
 //                  topology's paths, the records' columns) stay plain ints.
-//   BlockId        a plain int32_t alias (core/block_id.h): it is the index into the pool's
-//                  record array, the free queue's links and the hash map's values on the
-//                  hottest path, and block tables are handed around as spans of it; a
-//                  wrapper there would be .value() at almost every use for little safety.
-//   KV cache group indices stay int: they index KvCachePlan::groups and every per-group
-//                  vector directly.
+//   BlockId        a plain int32_t alias, defined below (see there why).
+//   KV cache group indices stay plain ints: they index KvCachePlan::groups and every
+//                  per-group vector directly, in loops over the groups.
 #pragma once
 
 #include <compare>
@@ -73,6 +70,22 @@ static_assert(sizeof(RequestId) == sizeof(int64_t) && alignof(RequestId) == alig
 static_assert(sizeof(RequestHandle) == sizeof(int32_t));
 static_assert(alignof(RequestHandle) == alignof(int32_t));
 static_assert(std::is_trivially_copyable_v<RequestHandle>);
+
+// BlockId: the index of one KV block in a block pool, shared by the pool, its parts (the
+// cache map and the free queue), the KV cache manager's block tables and the viewer. Plain
+// 32-bit ids keep a block table small and a pool record at 32 bytes; pools are limited to
+// 2^30 blocks. Two values are reserved: block 0 is the null block (a placeholder for a
+// position a group no longer needs, owned by nobody), and −1 means "no block".
+// It stays a plain integer on purpose, not a StrongId. A block id is used as an index almost
+// everywhere it appears (the pool's record array, the free queue's prev/next links, the hash
+// map's values, the viewer's cell arrays), and block tables travel as std::vector<BlockId> /
+// std::span<const BlockId> through the KV groups' policies, the offload driver and the
+// viewer: a wrapper would cost nothing at run time but put .value() at most of its ~240 uses,
+// on the replay's hottest code, for little protection there. Revisit if block ids start to
+// be mixed up with other integers at the pool's boundary.
+using BlockId = int32_t;
+inline constexpr BlockId kNullBlock = 0;
+inline constexpr BlockId kNoBlock = -1;
 
 }  // namespace kvsim
 
