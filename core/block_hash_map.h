@@ -37,9 +37,9 @@
 #endif
 
 #include "core/block_hash.h"
-#include "core/block_id.h"
 #include "core/check.h"
 #include "core/large_array.h"
+#include "core/types.h"
 
 namespace kvsim {
 

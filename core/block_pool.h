@@ -36,9 +36,9 @@
 #include "core/block_eviction_policy.h"
 #include "core/block_hash.h"
 #include "core/block_hash_map.h"
-#include "core/block_id.h"
 #include "core/free_block_queue.h"
 #include "core/large_array.h"
+#include "core/types.h"
 #include "core/vllm_semantics.h"
 
 namespace kvsim {

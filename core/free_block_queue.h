@@ -26,9 +26,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/block_id.h"
 #include "core/check.h"
 #include "core/large_array.h"
+#include "core/types.h"
 
 namespace kvsim {
 

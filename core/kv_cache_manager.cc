@@ -184,8 +184,10 @@ struct KvCacheManager::Impl {
     std::vector<int32_t> gids;
   };
   std::vector<std::unique_ptr<KvGroupPolicy>> policies;  // per group
-  std::vector<RequestState> reqs;
+  std::vector<RequestState> reqs;  // by handle
   std::vector<RequestHandle> free_handles;
+  RequestState& req(RequestHandle h) { return reqs[static_cast<size_t>(h.value())]; }
+  const RequestState& req(RequestHandle h) const { return reqs[static_cast<size_t>(h.value())]; }
   int64_t hash_block = 16;
   int64_t sched_block = 16;
   std::vector<int64_t> hash_ratio;     // per group: block_size / hash_block
@@ -194,7 +196,7 @@ struct KvCacheManager::Impl {
   int chunk_aligner = -1;              // the group that trims prefill chunks, or −1
 
   // The pending hit of the last GetComputedBlocks.
-  RequestHandle hit_handle = -1;
+  RequestHandle hit_handle = kNoRequestHandle;
   uint64_t hit_epoch = 0;
   int64_t hit_tokens = 0;
   std::vector<std::vector<BlockId>> hit_blocks;  // per group
@@ -277,11 +279,11 @@ RequestHandle KvCacheManager::AddRequest(std::span<const TokenId> prompt, const 
     h = m.free_handles.back();
     m.free_handles.pop_back();
   } else {
-    h = static_cast<RequestHandle>(m.reqs.size());
+    h = RequestHandle{static_cast<int32_t>(m.reqs.size())};
     m.reqs.emplace_back();
     m.reqs.back().groups.resize(config_.groups.size());
   }
-  RequestState& r = m.reqs[static_cast<size_t>(h)];
+  RequestState& r = m.req(h);
   r.live = true;
   r.keys = keys;
   r.shared_prefix_boundary = 0;
@@ -295,21 +297,21 @@ RequestHandle KvCacheManager::AddRequest(std::span<const TokenId> prompt, const 
 RequestHandle KvCacheManager::AddRequestWithHashes(std::span<const BlockHash> block_hashes,
                                                    std::span<const TokenId> tail) {
   const RequestHandle h = AddRequest({});
-  RequestState& r = impl_->reqs[static_cast<size_t>(h)];
+  RequestState& r = impl_->req(h);
   r.hasher.Assign(block_hashes, tail);
   r.num_prompt_tokens = r.hasher.num_tokens();
   return h;
 }
 
 void KvCacheManager::AppendTokens(RequestHandle h, std::span<const TokenId> tokens) {
-  RequestState& r = impl_->reqs[static_cast<size_t>(h)];
+  RequestState& r = impl_->req(h);
   KVSIM_CHECK(r.live);
   r.hasher.Append(tokens);
 }
 
 void KvCacheManager::RemoveRequest(RequestHandle h) {
   Free(h);
-  RequestState& r = impl_->reqs[static_cast<size_t>(h)];
+  RequestState& r = impl_->req(h);
   r.live = false;
   r.keys = RequestKeys{};
   impl_->free_handles.push_back(h);
@@ -317,26 +319,26 @@ void KvCacheManager::RemoveRequest(RequestHandle h) {
 }
 
 int64_t KvCacheManager::num_tokens(RequestHandle h) const {
-  return impl_->reqs[static_cast<size_t>(h)].hasher.num_tokens();
+  return impl_->req(h).hasher.num_tokens();
 }
 
 int64_t KvCacheManager::num_prompt_tokens(RequestHandle h) const {
-  return impl_->reqs[static_cast<size_t>(h)].num_prompt_tokens;
+  return impl_->req(h).num_prompt_tokens;
 }
 
 std::span<const BlockId> KvCacheManager::blocks(RequestHandle h, int group) const {
-  return impl_->reqs[static_cast<size_t>(h)].groups[static_cast<size_t>(group)].blocks;
+  return impl_->req(h).groups[static_cast<size_t>(group)].blocks;
 }
 
 std::span<const BlockHash> KvCacheManager::block_hashes(RequestHandle h) const {
-  return impl_->reqs[static_cast<size_t>(h)].hasher.hashes();
+  return impl_->req(h).hasher.hashes();
 }
 
 // ---- Prefix hits -------------------------------------------------------------------------
 
 PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_computed_tokens) {
   Impl& m = *impl_;
-  RequestState& r = m.reqs[static_cast<size_t>(h)];
+  RequestState& r = m.req(h);
   KVSIM_CHECK(r.live);
   if (num_computed_tokens == 0) r.shared_prefix_boundary = 0;  // a lookup replaces it
   for (auto& v : m.hit_blocks) v.clear();
@@ -425,7 +427,7 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
 void KvCacheManager::RemoveSkippedBlocks(RequestHandle h, int64_t num_computed_tokens) {
   Impl& m = *impl_;
   ++m.epoch;
-  RequestState& r = m.reqs[static_cast<size_t>(h)];
+  RequestState& r = m.req(h);
   for (size_t g = 0; g < config_.groups.size(); ++g)
     m.policies[g]->RemoveSkippedBlocks(num_computed_tokens, r.groups[g], pool_, m.tmp);
 }
@@ -450,7 +452,7 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
                                    int64_t num_external_computed_tokens, bool delay_cache_blocks,
                                    int64_t reserved_blocks, int64_t watermark_blocks) {
   Impl& m = *impl_;
-  RequestState& r = m.reqs[static_cast<size_t>(h)];
+  RequestState& r = m.req(h);
   KVSIM_CHECK(r.live);
   KVSIM_CHECK(num_new_tokens >= 0 && num_lookahead_tokens >= 0 && num_computed_tokens >= 0 &&
               num_external_computed_tokens >= 0 && reserved_blocks >= 0 &&
@@ -526,7 +528,7 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
       t.blocks.assign(m.hit_blocks[g].begin(), m.hit_blocks[g].end());
       t.num_cached = static_cast<int64_t>(m.hit_blocks[g].size());
     }
-    m.hit_handle = -1;
+    m.hit_handle = kNoRequestHandle;
   }
   for (size_t g = 0; g < ng; ++g) m.policies[g]->AllocateNewBlocks(demand, r.groups[g], pool_);
 
@@ -539,7 +541,7 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
 void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
   if (!config_.enable_caching) return;
   Impl& m = *impl_;
-  RequestState& r = m.reqs[static_cast<size_t>(h)];
+  RequestState& r = m.req(h);
   KVSIM_CHECK(r.live);
   const size_t ng = config_.groups.size();
   int64_t to_cache = std::min(num_tokens, r.hasher.num_tokens());
@@ -588,7 +590,7 @@ void KvCacheManager::NewStepStarts() {
 void KvCacheManager::Free(RequestHandle h) {
   Impl& m = *impl_;
   ++m.epoch;
-  RequestState& r = m.reqs[static_cast<size_t>(h)];
+  RequestState& r = m.req(h);
   for (GroupBlockTable& t : r.groups) {
     pool_.FreeBlocksReversed(t.blocks);
     t.blocks.clear();
@@ -603,7 +605,7 @@ int64_t KvCacheManager::MambaAlignedSplit(RequestHandle h, int64_t num_computed_
                                           int64_t chunk_limit) const {
   const Impl& m = *impl_;
   if (m.chunk_aligner < 0) return num_new_tokens;
-  const RequestState& r = m.reqs[static_cast<size_t>(h)];
+  const RequestState& r = m.req(h);
   PrefillChunk c;
   c.start = num_computed_tokens;
   c.num_new_tokens = num_new_tokens;
@@ -616,7 +618,7 @@ int64_t KvCacheManager::MambaAlignedSplit(RequestHandle h, int64_t num_computed_
 
 int64_t KvCacheManager::RemainingBlocks(RequestHandle h) const {
   const Impl& m = *impl_;
-  const RequestState& r = m.reqs[static_cast<size_t>(h)];
+  const RequestState& r = m.req(h);
   KVSIM_CHECK(r.live);
   int64_t whole = r.hasher.num_tokens();
   if (config_.max_model_len > 0) whole = std::min(whole, config_.max_model_len);

@@ -7,10 +7,10 @@
 //
 // Who owns what
 //   - The manager owns the BlockPool, one policy per group, and a table of the requests it
-//     knows, addressed by a small integer RequestHandle (slots are reused; nothing is
-//     allocated per block in the steady state). Per request it keeps the block table of
-//     every group (GroupBlockTable: the blocks, how many are cached, the Mamba `align`
-//     bookkeeping) and the chained block hashes of the request's tokens.
+//     knows, addressed by a RequestHandle (core/types.h: a small slot index; slots are
+//     reused; nothing is allocated per block in the steady state). Per request it keeps the
+//     block table of every group (GroupBlockTable: the blocks, how many are cached, the
+//     Mamba `align` bookkeeping) and the chained block hashes of the request's tokens.
 //   - The caller (the scheduler, or the replay driver) owns the request's *progress*:
 //     num_computed_tokens, status, queues, and the decision of what to schedule. It passes
 //     num_computed_tokens into every call instead of the manager mirroring it, so the two can
@@ -73,6 +73,7 @@
 #include "core/kv_group/kv_group_config.h"
 #include "core/page_planner.h"
 #include "core/status.h"
+#include "core/types.h"
 #include "core/vllm_semantics.h"
 
 namespace kvsim {
@@ -113,8 +114,6 @@ Result<KvCacheManagerConfig> KvCacheManagerConfigFromPlan(const KvCachePlan& pla
 // group of `mamba-align`, `mamba-all` or `swa:W`, all at `block_size`.
 Result<KvCacheManagerConfig> KvCacheManagerConfigFromHybrid(std::string_view hybrid,
                                                             int64_t block_size, int64_t num_blocks);
-
-using RequestHandle = int32_t;
 
 struct PrefixHit {
   int64_t num_tokens = 0;  // hit tokens: block-aligned (scheduler block), ≤ num_tokens − 1

@@ -93,14 +93,14 @@ void Engine::PullOpenLoop() {
     open_loop_done_ = true;
     return;
   }
-  const int64_t id = next->id;
+  const RequestId id = next->id;
   // The request reaches the scheduler after intake (HTTP, tokenization); its clock for
   // TTFT and E2E starts at the client's send time, spec.arrival. Open-loop arrivals enter
   // in send order (the next one is pulled when this one enters, so never before now).
   const Tick t = std::max(now_, next->arrival + cost_.IntakeNanos(next->num_prompt_tokens));
   Announce(std::move(*next));
   open_loop_id_ = id;  // its arrival pulls the next one (follow-ups do not)
-  queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(id));
+  queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(id.value()));
 }
 
 void Engine::RequestSchedule() {
@@ -119,7 +119,7 @@ void Engine::Run() {
     now_ = e->tick;
     switch (e->kind) {
       case EventKind::kArrival: {
-        const auto id = static_cast<int64_t>(e->payload);
+        const RequestId id{static_cast<int64_t>(e->payload)};
         const bool open_loop = id == open_loop_id_;
         OnArrival(id);
         if (open_loop) PullOpenLoop();
@@ -146,7 +146,7 @@ void Engine::Run() {
   }
 }
 
-void Engine::OnArrival(int64_t id) {
+void Engine::OnArrival(RequestId id) {
   auto it = arriving_.find(id);
   KVSIM_CHECK(it != arriving_.end());
   auto owned = std::make_unique<Live>();
@@ -190,10 +190,10 @@ void Engine::EndForWorkload(const RequestSpec& spec, int64_t output_tokens) {
   follow_buf_.clear();
   workload_->OnFinish(spec, output_tokens, now_, follow_buf_);
   for (RequestSpec& f : follow_buf_) {
-    const int64_t fid = f.id;
+    const RequestId fid = f.id;
     const Tick t = f.arrival + cost_.IntakeNanos(f.num_prompt_tokens);
     Announce(std::move(f));
-    queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(fid));
+    queue_.Push(t, EventKind::kArrival, static_cast<uint64_t>(fid.value()));
   }
 }
 
@@ -262,7 +262,7 @@ void Engine::OnSchedule() {
     if (SimRequest* head = inst_.RejectStuckHead()) {
       // Nothing runs and the head of the queue still cannot be admitted: it never will be
       // (the cache is as empty as it gets). It is rejected so the run cannot hang.
-      const int64_t id = head->id;
+      const RequestId id = head->id;
       Live& l = LiveOf(*head);
       if (offload_) offload_->RequestFinished(l);
       Reject(l);
@@ -359,7 +359,9 @@ void Engine::OnStepEnd() {
     trace_->Counters(now_, s.usage, s.running, s.waiting);
   }
   if (step_log_) {
-    for (SimRequest* p : finished_buf_) step_record_.finished.push_back(static_cast<int32_t>(p->id));
+    for (SimRequest* p : finished_buf_) {
+      step_record_.finished.push_back(static_cast<int32_t>(p->id.value()));
+    }
     if (offload_) {
       // The tier as the step ends (copies count as done from the next decision on).
       step_record_.cpu_blocks_used = offload_->num_cpu_blocks_used();
@@ -371,7 +373,7 @@ void Engine::OnStepEnd() {
     for (SimRequest* p : finished_buf_) {
       offload_->RequestFinished(*p);  // before its blocks are freed
       finished_since_decision_.push_back(*p);
-      finished_since_decision_.back().kv_handle = -1;
+      finished_since_decision_.back().kv_handle = kNoRequestHandle;
     }
     metrics_.CpuTierSample(
         offload_->connector().tier().num_blocks() > 0
@@ -407,12 +409,12 @@ void Engine::RecordDecision(const StepPlan& plan, StepRecord& rec) {
   rec = StepRecord{};
   rec.step = step_index_++;
   for (const ScheduledChunk& c : plan.scheduled) {
-    const auto id = static_cast<int32_t>(c.req->id);
+    const auto id = static_cast<int32_t>(c.req->id.value());
     rec.scheduled.push_back(
         {id, c.num_tokens, c.num_computed_before, c.new_admission ? c.hit_tokens : -1});
     if (c.new_admission) (c.resumed ? rec.resumed : rec.admitted_new).push_back(id);
   }
-  for (SimRequest* p : plan.preempted) rec.preempted.push_back(static_cast<int32_t>(p->id));
+  for (SimRequest* p : plan.preempted) rec.preempted.push_back(static_cast<int32_t>(p->id.value()));
   rec.num_free_blocks = inst_.kv().num_free_blocks();
   rec.running = static_cast<int64_t>(inst_.state().running.size());
   rec.waiting = static_cast<int64_t>(inst_.state().waiting.size());
@@ -421,7 +423,7 @@ void Engine::RecordDecision(const StepPlan& plan, StepRecord& rec) {
 }
 
 void Engine::Finish(Live& l) {
-  const int64_t id = l.id;
+  const RequestId id = l.id;
   RequestRecord& rec = metrics_.record(id);
   rec.finish = l.last_emit;
   rec.output_tokens = l.num_output_tokens;
@@ -437,7 +439,7 @@ void Engine::Announce(RequestSpec&& spec) {
   footprint_.pending_max = std::max(footprint_.pending_max, footprint_.pending);
   footprint_.spec_bytes += spec.bytes();
   footprint_.spec_bytes_max = std::max(footprint_.spec_bytes_max, footprint_.spec_bytes);
-  const int64_t id = spec.id;
+  const RequestId id = spec.id;
   arriving_.emplace(id, std::move(spec));
 }
 

@@ -88,7 +88,7 @@ class Engine {
   Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig& kv_config,
          const SchedulerParams& params, std::unique_ptr<IWorkload> workload);
   void PullOpenLoop();
-  void OnArrival(int64_t id);
+  void OnArrival(RequestId id);
   void OnSchedule();
   void DecideInto(StepPlan& plan, StepRecord& record);  // a decision; counts preemptions
   void Launch();  // prices step_ and starts it; async: decides next_ at once
@@ -123,8 +123,8 @@ class Engine {
   int64_t step_index_ = 0;  // executed steps so far
 
   // Only the requests in flight: entered (waiting or running) and announced (arrival queued).
-  std::unordered_map<int64_t, std::unique_ptr<Live>> live_;
-  std::unordered_map<int64_t, RequestSpec> arriving_;  // specs of pushed arrival events
+  std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
+  std::unordered_map<RequestId, RequestSpec> arriving_;  // specs of pushed arrival events
   RequestFootprint footprint_;
   std::vector<TokenId> prompt_buf_;  // the prompt being handed to the KV manager
   bool open_loop_done_ = false;
@@ -139,7 +139,7 @@ class Engine {
   // waits for them.
   Tick step_flush_until_ = 0;
   Tick next_flush_until_ = 0;
-  int64_t open_loop_id_ = -1;  // the announced open-loop request (its arrival pulls the next)
+  RequestId open_loop_id_{-1};  // the announced open-loop request (its arrival pulls the next)
   bool back_to_back_ = false;
   Tick now_ = 0;
   Tick stop_at_ = -1;

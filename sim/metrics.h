@@ -14,12 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "core/types.h"
 #include "sim/event.h"
 
 namespace kvsim {
 
 struct RequestRecord {
-  int64_t id = 0;
+  RequestId id;
   int64_t group = -1;
   int32_t turn = 0;
   Tick arrival = 0;
@@ -111,13 +112,14 @@ class Metrics {
  public:
   explicit Metrics(Tick kv_sample_interval) : kv_interval_(kv_sample_interval) {}
 
-  RequestRecord& Arrive(int64_t id) {
-    if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
-    RequestRecord& r = records_[static_cast<size_t>(id)];
+  RequestRecord& Arrive(RequestId id) {
+    const auto i = static_cast<size_t>(id.value());
+    if (i >= records_.size()) records_.resize(i + 1);
+    RequestRecord& r = records_[i];
     r.id = id;
     return r;
   }
-  RequestRecord& record(int64_t id) { return records_[static_cast<size_t>(id)]; }
+  RequestRecord& record(RequestId id) { return records_[static_cast<size_t>(id.value())]; }
   const std::vector<RequestRecord>& records() const { return records_; }
 
   // A token emission for a request at `now` (the previous emission was at `prev`, -1 if none).

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/output_file.h"
+#include "sim/strong_id_format.h"
 
 namespace kvsim {
 namespace {

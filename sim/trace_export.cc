@@ -47,21 +47,21 @@ void TraceRecorder::Counter(Tick t, const char* name, double value, int pid) {
                        name, pid, Us(t), value);
 }
 
-void TraceRecorder::RequestPhase(int64_t id, const char* name, Tick begin, Tick end,
+void TraceRecorder::RequestPhase(RequestId id, const char* name, Tick begin, Tick end,
                                  const std::string& args) {
   if (!keeps(id) || end < begin) return;
   Sep();
   body_ += fmt::format(
       R"({{"name":"{}","cat":"request","ph":"X","pid":{},"tid":{},"ts":{},"dur":{}{}}})", name,
-      kRequestsPid, id + 1, Us(begin), Us(end - begin),
+      kRequestsPid, id.value() + 1, Us(begin), Us(end - begin),
       args.empty() ? std::string() : ",\"args\":{" + args + "}");
 }
 
-void TraceRecorder::RequestInstant(int64_t id, const char* name, Tick t) {
+void TraceRecorder::RequestInstant(RequestId id, const char* name, Tick t) {
   if (!keeps(id)) return;
   Sep();
   body_ += fmt::format(R"({{"name":"{}","ph":"i","s":"t","pid":{},"tid":{},"ts":{}}})", name,
-                       kRequestsPid, id + 1, Us(t));
+                       kRequestsPid, id.value() + 1, Us(t));
 }
 
 Status TraceRecorder::Write(const std::string& path) const {

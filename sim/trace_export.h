@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "core/types.h"
 #include "sim/event.h"
 
 namespace kvsim {
@@ -37,10 +38,10 @@ class TraceRecorder {
   // One named counter track of process `pid`.
   void Counter(Tick t, const char* name, double value, int pid);
   // `args` is a JSON object's members without braces (`"instance":"decode 0"`), or empty.
-  void RequestPhase(int64_t id, const char* name, Tick begin, Tick end,
+  void RequestPhase(RequestId id, const char* name, Tick begin, Tick end,
                     const std::string& args = "");
-  void RequestInstant(int64_t id, const char* name, Tick t);
-  bool keeps(int64_t id) const { return id < max_requests_; }
+  void RequestInstant(RequestId id, const char* name, Tick t);
+  bool keeps(RequestId id) const { return id.value() < max_requests_; }
 
   Status Write(const std::string& path) const;
   const std::string& body() const { return body_; }

@@ -234,7 +234,7 @@ class SimRecorder {
     holding_.clear();
     closed_unknown_.clear();
     for (size_t h = 0; h < bound; ++h) {
-      const auto hh = static_cast<RequestHandle>(h);
+      const RequestHandle hh{static_cast<int32_t>(h)};
       bool any = false;
       for (int g = 0; g < kv.num_groups() && !any; ++g) {
         for (const BlockId b : kv.blocks(hh, g)) any |= b > kNullBlock;
@@ -270,7 +270,7 @@ class SimRecorder {
   bool HashesAgree(const KvCacheManager& kv, int32_t h, int32_t r) const {
     if (!oracle_.prompt_hashes) return true;
     const auto want = oracle_.prompt_hashes(sim_id_[static_cast<size_t>(r)]);
-    const auto have = kv.block_hashes(static_cast<RequestHandle>(h));
+    const auto have = kv.block_hashes(RequestHandle{h});
     const size_t n = std::min(want.size(), have.size());
     return std::equal(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(n), have.begin());
   }
@@ -283,7 +283,7 @@ class SimRecorder {
     // A handle whose request is still unknown stopped holding blocks: its request (now in
     // the records) was preempted; the handle's prompt and hashes are still the request's.
     for (const auto& [h, t] : closed_unknown_) {
-      if (kv.num_prompt_tokens(static_cast<RequestHandle>(h)) ==
+      if (kv.num_prompt_tokens(RequestHandle{h}) ==
           holders_[static_cast<size_t>(t)].prompt_tokens) {
         Match(kv, h, t);
       }
@@ -291,7 +291,7 @@ class SimRecorder {
   }
 
   void Match(const KvCacheManager& kv, int32_t h, int32_t holder_index) {
-    const int64_t prompt = kv.num_prompt_tokens(static_cast<RequestHandle>(h));
+    const int64_t prompt = kv.num_prompt_tokens(RequestHandle{h});
     int32_t pick = -1;
     int fits = 0;
     for (const int32_t r : candidates_) {
@@ -317,7 +317,7 @@ class SimRecorder {
     for (const int32_t h : holding_) {
       const int32_t t = open_[static_cast<size_t>(h)];
       for (int g = 0; g < kv.num_groups(); ++g) {
-        for (const BlockId b : kv.blocks(static_cast<RequestHandle>(h), g)) {
+        for (const BlockId b : kv.blocks(RequestHandle{h}, g)) {
           if (b <= kNullBlock) continue;
           int32_t& cur = holder_of_block_[static_cast<size_t>(b)];
           if (cur < 0 || t < cur) cur = t;  // shared: the oldest holder span
@@ -396,8 +396,8 @@ class SimRecorder {
       const int32_t h = handle_of_[static_cast<size_t>(r)];
       if (h < 0) continue;
       keys_.clear();
-      ExtendOffloadKeys(kv.block_hashes(static_cast<RequestHandle>(h)), per_key, 0, keys_);
-      const auto table = kv.blocks(static_cast<RequestHandle>(h), 0);
+      ExtendOffloadKeys(kv.block_hashes(RequestHandle{h}), per_key, 0, keys_);
+      const auto table = kv.blocks(RequestHandle{h}, 0);
       for (const int64_t i : load.block_indices) {
         if (i < 0 || i >= static_cast<int64_t>(keys_.size())) continue;
         if (const CpuBlock* blk = conn.tier().Find(keys_[static_cast<size_t>(i)])) {

@@ -50,9 +50,9 @@
 #include <vector>
 
 #include "core/block_hash.h"
-#include "core/block_id.h"
 #include "core/block_pool.h"
 #include "core/kv_group/kv_group_config.h"
+#include "core/types.h"
 #include "core/vllm_semantics.h"
 
 namespace kvsim {

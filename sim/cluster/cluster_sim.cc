@@ -13,6 +13,7 @@
 #include "sim/instance/engine_instance.h"
 #include "sim/report/plan_report.h"
 #include "sim/scheduler/scheduler.h"
+#include "sim/strong_id_format.h"
 #include "sim/workload/rng.h"
 
 namespace kvsim {
@@ -63,7 +64,7 @@ class ClusterSim::Instance {
     last_usage = usage;
     usage_max = std::max(usage_max, usage);
   }
-  Live& live_of(int64_t id) { return *live.at(id); }
+  Live& live_of(RequestId id) { return *live.at(id); }
 
   EngineInstance inst;
   const int index;
@@ -72,7 +73,7 @@ class ClusterSim::Instance {
   int64_t usable_blocks = 0;
   bool schedule_pending = false;
   Tick step_start = 0;
-  std::map<int64_t, std::unique_ptr<Live>> live;
+  std::map<RequestId, std::unique_ptr<Live>> live;
   int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
   double usage_area = 0, usage_max = 0, last_usage = 0;
   Tick last_step_end = -1;
@@ -82,8 +83,8 @@ class ClusterSim::Instance {
 };
 
 struct ClusterSim::Transfer {
-  int p = -1;  // prefill instance (global index)
-  int d = -1;  // decode instance (global index)
+  InstanceId p{-1};  // prefill instance
+  InstanceId d{-1};  // decode instance
   KvTransferCost cost;
   Tick post_end = 0;  // overlap mode: the wire may not finish before posting does
   int64_t flow = -1;
@@ -93,7 +94,7 @@ namespace {
 
 // Trace processes: 1 the network, 2 the requests (TraceRecorder's), 3.. the instances.
 constexpr int kNetworkPid = 1;
-int InstancePid(int global_index) { return 3 + global_index; }
+int InstancePid(InstanceId i) { return 3 + i.value(); }
 
 }  // namespace
 
@@ -164,23 +165,23 @@ bool IsInstanceEvent(EventKind k) { return k == EventKind::kSchedule || k == Eve
 }  // namespace
 
 void ClusterSim::Push(Tick t, EventKind kind, InstanceEvent e) {
-  KVSIM_CHECK(IsInstanceEvent(kind) && e.instance >= 0);
-  queue_.Push(t, kind, static_cast<uint64_t>(e.instance));
+  KVSIM_CHECK(IsInstanceEvent(kind) && e.instance.value() >= 0);
+  queue_.Push(t, kind, static_cast<uint64_t>(e.instance.value()));
 }
 
 void ClusterSim::Push(Tick t, EventKind kind, RequestEvent e) {
-  KVSIM_CHECK(!IsInstanceEvent(kind) && e.id >= 0);
-  queue_.Push(t, kind, static_cast<uint64_t>(e.id));
+  KVSIM_CHECK(!IsInstanceEvent(kind) && e.id.value() >= 0);
+  queue_.Push(t, kind, static_cast<uint64_t>(e.id.value()));
 }
 
 ClusterSim::InstanceEvent ClusterSim::InstanceOf(const Event& e) {
   KVSIM_CHECK(IsInstanceEvent(e.kind));
-  return {static_cast<int>(e.payload)};
+  return {InstanceId{static_cast<int32_t>(e.payload)}};
 }
 
 ClusterSim::RequestEvent ClusterSim::RequestOf(const Event& e) {
   KVSIM_CHECK(!IsInstanceEvent(e.kind));
-  return {static_cast<RequestId>(e.payload)};
+  return {RequestId{static_cast<int64_t>(e.payload)}};
 }
 
 void ClusterSim::PullOpenLoop() {
@@ -190,7 +191,7 @@ void ClusterSim::PullOpenLoop() {
     open_loop_done_ = true;
     return;
   }
-  const int64_t id = next->id;
+  const RequestId id = next->id;
   // Intake (HTTP, tokenization) before the router sees it; TTFT counts from spec.arrival.
   // Open-loop arrivals enter in send order: the next is pulled when this one enters.
   const Tick t =
@@ -200,8 +201,8 @@ void ClusterSim::PullOpenLoop() {
   Push(t, EventKind::kArrival, RequestEvent{id});
 }
 
-void ClusterSim::RequestSchedule(int i) {
-  Instance& in = *inst_[static_cast<size_t>(i)];
+void ClusterSim::RequestSchedule(InstanceId i) {
+  Instance& in = instance(i);
   if (in.inst.step_in_flight() || in.schedule_pending) return;
   in.schedule_pending = true;
   Push(now_, EventKind::kSchedule, InstanceEvent{i});
@@ -292,8 +293,8 @@ void ClusterSim::Run() {
   if (trace_) TraceRequests();
 }
 
-void ClusterSim::OnSchedule(int i) {
-  Instance& in = *inst_[static_cast<size_t>(i)];
+void ClusterSim::OnSchedule(InstanceId i) {
+  Instance& in = instance(i);
   in.schedule_pending = false;
   if (in.inst.step_in_flight() || in.inst.idle()) return;
   const bool runs = in.inst.BeginStep();
@@ -316,7 +317,7 @@ void ClusterSim::OnSchedule(int i) {
     in.cost.Add(c.num_tokens, c.num_computed_before);
     in.step_tokens += c.num_tokens;
     if (c.new_admission) ++in.step_admitted;
-    PdRecord& rec = records_[static_cast<size_t>(c.req->id)];
+    PdRecord& rec = record_of(c.req->id);
     if (in.prefill() && c.new_admission && rec.prefill_start < 0) {
       rec.prefill_start = now_;
       rec.prefill_hit_tokens = c.hit_tokens;
@@ -327,8 +328,8 @@ void ClusterSim::OnSchedule(int i) {
   Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, InstanceEvent{i});
 }
 
-void ClusterSim::OnStepEnd(int i) {
-  Instance& in = *inst_[static_cast<size_t>(i)];
+void ClusterSim::OnStepEnd(InstanceId i) {
+  Instance& in = instance(i);
   const StepPlan& step = in.inst.step();
   if (trace_) {
     trace_->Step(in.step_start, now_, in.step_tokens, static_cast<int64_t>(step.scheduled.size()),
@@ -349,7 +350,7 @@ void ClusterSim::OnStepEnd(int i) {
         // A prefill instance's one token is sampled and discarded (the proxy asked for it
         // only to run the prompt): the user sees tokens from the decoder.
         if (in.prefill()) return;
-        PdRecord& rec = records_[static_cast<size_t>(r.id)];
+        PdRecord& rec = record_of(r.id);
         if (rec.first_token < 0) rec.first_token = seen;
         Instance::Live& lv = Instance::LiveOf(r);
         if (lv.last_emit >= 0) itl_.Add(seen - lv.last_emit);
@@ -386,7 +387,7 @@ void ClusterSim::SetTrace(TraceRecorder* trace) {
   trace_->NameProcess(kNetworkPid, "network");
   for (size_t i = 0; i < inst_.size(); ++i) {
     const Instance& in = *inst_[i];
-    trace_->NameProcess(InstancePid(static_cast<int>(i)),
+    trace_->NameProcess(InstancePid(InstanceId{static_cast<int32_t>(i)}),
                         fmt::format("{} {}", InstanceRoleName(in.inst.role()), in.index));
   }
 }
@@ -426,17 +427,17 @@ void ClusterSim::TraceRequests() {
   }
 }
 
-void ClusterSim::OnArrival(int64_t id) {
+void ClusterSim::OnArrival(RequestId id) {
   const RequestSpec& spec = specs_.at(id);
-  if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  GrowRecords(id);
+  PdRecord& rec = record_of(id);
   rec.id = id;
   rec.arrived = true;
   rec.arrival = spec.arrival;
   rec.prompt_tokens = spec.num_prompt_tokens;
   if (first_arrival_ < 0 || rec.arrival < first_arrival_) first_arrival_ = rec.arrival;
   const Instance& p0 = *inst_[0];
-  const Instance& d0 = *inst_[static_cast<size_t>(num_prefill_)];
+  const Instance& d0 = instance(DecodeInstance(0));
   const int64_t n = rec.prompt_tokens;
   if (n < 1 || n >= p0.params().max_model_len || n >= d0.params().max_model_len ||
       p0.inst.kv().BlocksNeededFresh(n) > p0.usable_blocks ||
@@ -446,9 +447,10 @@ void ClusterSim::OnArrival(int64_t id) {
   }
   const std::vector<TokenId>& prompt = PromptOf(spec);
   const std::vector<BlockHash> hashes = RouteHashes(prompt);
-  const int p = prefill_router_->Route(hashes, Loads(true));
-  rec.prefill_instance = p;
-  Instance& in = *inst_[static_cast<size_t>(p)];
+  const int p_local = prefill_router_->Route(hashes, Loads(true));
+  rec.prefill_instance = p_local;
+  const InstanceId p{p_local};  // the prefill pool comes first
+  Instance& in = instance(p);
   auto lv = std::make_unique<Instance::Live>();
   SimRequest& r = *lv;
   r.id = id;
@@ -459,15 +461,15 @@ void ClusterSim::OnArrival(int64_t id) {
   RequestSchedule(p);
 }
 
-void ClusterSim::OnPrefillDone(int p, int64_t id) {
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+void ClusterSim::OnPrefillDone(InstanceId p, RequestId id) {
+  PdRecord& rec = record_of(id);
   rec.prefill_end = now_;
   const RequestSpec& spec = specs_.at(id);
   const std::vector<TokenId>& prompt = PromptOf(spec);
   const int d_local = decode_router_->Route(RouteHashes(prompt), Loads(false));
-  const int d = num_prefill_ + d_local;
+  const InstanceId d = DecodeInstance(d_local);
   rec.decode_instance = d_local;
-  Instance& in = *inst_[static_cast<size_t>(d)];
+  Instance& in = instance(d);
   auto lv = std::make_unique<Instance::Live>();
   SimRequest& r = *lv;
   r.id = id;
@@ -483,13 +485,13 @@ void ClusterSim::OnPrefillDone(int p, int64_t id) {
   TryReserve(d);
 }
 
-void ClusterSim::TryReserve(int d) {
-  Instance& in = *inst_[static_cast<size_t>(d)];
+void ClusterSim::TryReserve(InstanceId d) {
+  Instance& in = instance(d);
   while (SimRequest* r = in.inst.ReserveIncoming()) {
-    const int64_t id = r->id;
+    const RequestId id = r->id;
     const int64_t n = r->num_prompt_tokens;
     const int64_t hit_tokens = r->num_cached_tokens;
-    PdRecord& rec = records_[static_cast<size_t>(id)];
+    PdRecord& rec = record_of(id);
     rec.reserved = now_;
     rec.decode_hit_tokens = hit_tokens;
     Transfer& t = transfers_.at(id);
@@ -508,11 +510,11 @@ void ClusterSim::TryReserve(int d) {
   }
 }
 
-void ClusterSim::OnWireStart(int64_t id) {
+void ClusterSim::OnWireStart(RequestId id) {
   Transfer& t = transfers_.at(id);
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  PdRecord& rec = record_of(id);
   rec.wire_start = now_;
-  const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
+  const TopoPath& path = setup_.path(t.p.value(), DecodeLocal(t.d));
   const double cap = flow_cap_ > 0 ? flow_cap_ : std::numeric_limits<double>::infinity();
   t.flow = net_.Add(path.resources, static_cast<double>(t.cost.bytes), now_, cap);
   flow_to_request_[t.flow] = id;
@@ -520,39 +522,39 @@ void ClusterSim::OnWireStart(int64_t id) {
 }
 
 void ClusterSim::OnWireEnd(int64_t flow) {
-  const int64_t id = flow_to_request_.at(flow);
+  const RequestId id = flow_to_request_.at(flow);
   flow_to_request_.erase(flow);
   TraceNetwork();
   Transfer& t = transfers_.at(id);
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  PdRecord& rec = record_of(id);
   rec.wire_end = now_;
   // The decoder has read the blocks: the prefill instance frees them (they stay cached).
-  Instance& p = *inst_[static_cast<size_t>(t.p)];
+  Instance& p = instance(t.p);
   p.inst.Release(&p.live_of(id));
   p.live.erase(id);
   RequestSchedule(t.p);
-  const TopoPath& path = setup_.path(t.p, t.d - num_prefill_);
+  const TopoPath& path = setup_.path(t.p.value(), DecodeLocal(t.d));
   const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
   const Tick delivered = std::max(now_, tm.overlap_posting ? t.post_end : now_);
   Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), EventKind::kKvReady,
        RequestEvent{id});
 }
 
-void ClusterSim::OnKvReady(int64_t id) {
+void ClusterSim::OnKvReady(RequestId id) {
   // A copy of the decode instance: the transfer's entry is erased below, before it is used.
-  const int d = transfers_.at(id).d;
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+  const InstanceId d = transfers_.at(id).d;
+  PdRecord& rec = record_of(id);
   rec.kv_ready = now_;
-  Instance& in = *inst_[static_cast<size_t>(d)];
+  Instance& in = instance(d);
   in.inbound_tokens -= rec.prompt_tokens;
   in.inst.ResumeWithKv(&in.live_of(id));
   transfers_.erase(id);
   RequestSchedule(d);
 }
 
-void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {
-  Instance& in = *inst_[static_cast<size_t>(d)];
-  PdRecord& rec = records_[static_cast<size_t>(id)];
+void ClusterSim::OnFinished(InstanceId d, RequestId id, int64_t outputs) {
+  Instance& in = instance(d);
+  PdRecord& rec = record_of(id);
   rec.finish = std::max(now_, in.live_of(id).last_emit);  // when the last token is seen
   rec.output_tokens = outputs;
   last_finish_ = std::max(last_finish_, rec.finish);
@@ -560,18 +562,18 @@ void ClusterSim::OnFinished(int d, int64_t id, int64_t outputs) {
   EndForWorkload(id, outputs);
 }
 
-void ClusterSim::Reject(int64_t id) {
-  if (static_cast<size_t>(id) >= records_.size()) records_.resize(static_cast<size_t>(id) + 1);
-  records_[static_cast<size_t>(id)].rejected = true;
+void ClusterSim::Reject(RequestId id) {
+  GrowRecords(id);
+  record_of(id).rejected = true;
   EndForWorkload(id, 0);
 }
 
-void ClusterSim::EndForWorkload(int64_t id, int64_t output_tokens) {
+void ClusterSim::EndForWorkload(RequestId id, int64_t output_tokens) {
   follow_buf_.clear();
   workload_->OnFinish(specs_.at(id), output_tokens, now_, follow_buf_);
   specs_.erase(id);
   for (RequestSpec& f : follow_buf_) {
-    const int64_t fid = f.id;
+    const RequestId fid = f.id;
     const Tick at = f.arrival + inst_[0]->cost.IntakeNanos(f.num_prompt_tokens);
     specs_[fid] = std::move(f);
     Push(at, EventKind::kArrival, RequestEvent{fid});

@@ -48,7 +48,7 @@
 namespace kvsim {
 
 struct PdRecord {
-  int64_t id = 0;
+  RequestId id;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
   int prefill_instance = -1;
@@ -145,30 +145,40 @@ class ClusterSim {
   // code that writes or reads it, and no bit of it has a second meaning (an open-loop
   // arrival is known by its id: open_loop_next_).
   struct InstanceEvent {  // kSchedule, kStepEnd
-    int instance = 0;     // global index: prefill instances, then decode instances
+    InstanceId instance;  // global index: prefill instances, then decode instances
   };
   struct RequestEvent {  // kArrival, kWireStart, kKvReady
-    RequestId id = 0;
+    RequestId id;
   };
   void Push(Tick t, EventKind kind, InstanceEvent e);
   void Push(Tick t, EventKind kind, RequestEvent e);
   static InstanceEvent InstanceOf(const Event& e);
   static RequestEvent RequestOf(const Event& e);
   void PullOpenLoop();
-  void OnArrival(int64_t id);
-  void OnSchedule(int inst);  // a decision on instance `inst`; a non-empty one starts a step
-  void OnStepEnd(int inst);
-  void OnPrefillDone(int p, int64_t id);
-  void TryReserve(int d);
-  void OnWireStart(int64_t id);
+  void OnArrival(RequestId id);
+  void OnSchedule(InstanceId inst);  // a decision on instance `inst`; a non-empty one starts a step
+  void OnStepEnd(InstanceId inst);
+  void OnPrefillDone(InstanceId p, RequestId id);
+  void TryReserve(InstanceId d);
+  void OnWireStart(RequestId id);
   void OnWireEnd(int64_t flow);
-  void OnKvReady(int64_t id);
-  void OnFinished(int d, int64_t id, int64_t outputs);
-  void Reject(int64_t id);
+  void OnKvReady(RequestId id);
+  void OnFinished(InstanceId d, RequestId id, int64_t outputs);
+  void Reject(RequestId id);
   // Tells the workload request `id` is over (finished, or rejected with 0 outputs), drops its
   // spec and queues the follow-up arrivals the workload returns.
-  void EndForWorkload(int64_t id, int64_t output_tokens);
-  void RequestSchedule(int inst);
+  void EndForWorkload(RequestId id, int64_t output_tokens);
+  // records_ is indexed by request id; GrowRecords makes room for `id`.
+  PdRecord& record_of(RequestId id) { return records_[static_cast<size_t>(id.value())]; }
+  void GrowRecords(RequestId id) {
+    const auto i = static_cast<size_t>(id.value());
+    if (i >= records_.size()) records_.resize(i + 1);
+  }
+  void RequestSchedule(InstanceId inst);
+  Instance& instance(InstanceId i) { return *inst_[static_cast<size_t>(i.value())]; }
+  // A decode instance's global id from its index in the decode pool, and back.
+  InstanceId DecodeInstance(int local) const { return InstanceId{num_prefill_ + local}; }
+  int DecodeLocal(InstanceId d) const { return d.value() - num_prefill_; }
   void TraceRequests();
   void TraceNetwork();
   std::vector<InstanceLoad> Loads(bool prefill) const;
@@ -187,10 +197,10 @@ class ClusterSim {
   std::unique_ptr<Router> decode_router_;
   FlowNetwork net_;
   EventQueue queue_;
-  std::map<int64_t, RequestSpec> specs_;  // live requests' specs (prompts)
-  std::map<int64_t, Transfer> transfers_;  // by request id
-  std::map<int64_t, int64_t> flow_to_request_;
-  std::vector<PdRecord> records_;
+  std::map<RequestId, RequestSpec> specs_;   // live requests' specs (prompts)
+  std::map<RequestId, Transfer> transfers_;  // by request id
+  std::map<int64_t, RequestId> flow_to_request_;
+  std::vector<PdRecord> records_;  // by request id (ids are dense from 0)
   LogHistogram itl_;  // decode emissions, as Metrics::Emission records them
   bool open_loop_done_ = false;
   // The open-loop arrival in the queue, if any. Open-loop requests enter one at a time, in

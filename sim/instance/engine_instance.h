@@ -163,7 +163,7 @@ class EngineInstance {
       // window, old Mamba state) blocks first, then the rest of the table.
       if (connector_ != nullptr) mgr_.RemoveSkippedBlocks(r->kv_handle, r->num_computed_tokens);
       mgr_.RemoveRequest(r->kv_handle);
-      r->kv_handle = -1;
+      r->kv_handle = kNoRequestHandle;
     }
     if (!any_running) return;
     auto& run = state_.running;
@@ -177,7 +177,7 @@ class EngineInstance {
     for (auto* w : {&state_.waiting, &state_.skipped_waiting})
       w->erase(std::remove(w->begin(), w->end(), r), w->end());
     mgr_.RemoveRequest(r->kv_handle);
-    r->kv_handle = -1;
+    r->kv_handle = kNoRequestHandle;
   }
 
   // ---- Roles and the step cycle (see the header comment). ----
@@ -332,7 +332,7 @@ class EngineInstance {
     KVSIM_CHECK(role_ == InstanceRole::kPrefill && held_ > 0);
     --held_;
     mgr_.RemoveRequest(r->kv_handle);
-    r->kv_handle = -1;
+    r->kv_handle = kNoRequestHandle;
   }
 
   InstanceRole role() const { return role_; }

@@ -39,21 +39,23 @@ int64_t OffloadDriver::NextCompletion() const {
 
 OffloadRequestView OffloadDriver::View(const SimRequest& r) const {
   OffloadRequestView v;
-  v.id = r.id;
+  v.id = r.id.value();
   v.num_tokens = r.num_tokens;  // tokens in flight (async) are not known to the connector
   v.num_prompt_tokens = r.num_prompt_tokens;
   v.num_computed_tokens = r.num_computed_tokens;
   // A released request keeps the keys the connector already derived from its hashes.
-  if (r.kv_handle >= 0) v.block_hashes = kv_->block_hashes(r.kv_handle);
+  if (r.kv_handle != kNoRequestHandle) v.block_hashes = kv_->block_hashes(r.kv_handle);
   return v;
 }
 
 void OffloadDriver::RequestAdded(const SimRequest& r) {
-  if (connector_.config().semantics == VllmSemantics::kLatest) unfinished_tracked_.insert(r.id);
+  if (connector_.config().semantics == VllmSemantics::kLatest) {
+    unfinished_tracked_.insert(r.id.value());
+  }
 }
 
 ExternalHit OffloadDriver::MatchedTokens(const SimRequest& r, int64_t gpu_hit_tokens) {
-  unfinished_tracked_.insert(r.id);
+  unfinished_tracked_.insert(r.id.value());
   const CpuHit hit = connector_.Lookup(View(r), gpu_hit_tokens);
   return {hit.deferred, hit.tokens};
 }
@@ -63,14 +65,14 @@ void OffloadDriver::AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int6
   if (!job) return;
   blocks_loaded_ += static_cast<int64_t>(job->keys.size());
   // Started in this step's execution, reported with its output (or the next one's).
-  pending_.push_back({job->id, r.id, /*is_load=*/true,
+  pending_.push_back({job->id, r.id.value(), /*is_load=*/true,
                       step_ + (timing_ == XferTiming::kNextStep ? 1 : 0), {}, {}, true});
   if (timed_) Submit(pending_.back(), step_, static_cast<int64_t>(job->keys.size()));
-  record_.loads.push_back({r.id, job->block_indices});
+  record_.loads.push_back({r.id.value(), job->block_indices});
 }
 
 bool OffloadDriver::LoadFinished(const SimRequest& r) {
-  return finished_recving_.erase(r.id) != 0;
+  return finished_recving_.erase(r.id.value()) != 0;
 }
 
 void OffloadDriver::BeginDecision(int64_t step) {
@@ -102,7 +104,7 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
   // Preempted requests: their in-flight stores are waited for before this step runs.
   for (const SimRequest* p : plan.preempted) {
     for (PendingJob& j : pending_)
-      if (j.request == p->id && !j.is_load) Flush(j.id);
+      if (j.request == p->id.value() && !j.is_load) Flush(j.id);
   }
   // A finished request's pending store whose source block this decision handed out again.
   for (const auto& [block, job] : source_blocks_)
@@ -135,7 +137,7 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
   }
   if (connector_.config().semantics == VllmSemantics::kLatest) {
     for (SimRequest* r : finished) {
-      if (!connector_.has_request(r->id)) continue;
+      if (!connector_.has_request(r->id.value())) continue;
       StoreCandidate sc;
       sc.req = View(*r);
       sc.num_scheduled_tokens = 0;
@@ -189,14 +191,14 @@ void OffloadDriver::ApplyOutput(int64_t step) {
 }
 
 void OffloadDriver::RequestFinished(const SimRequest& r) {
-  unfinished_tracked_.erase(r.id);
-  connector_.RequestFinished(r.id);
-  if (r.kv_handle < 0) return;
+  unfinished_tracked_.erase(r.id.value());
+  connector_.RequestFinished(r.id.value());
+  if (r.kv_handle == kNoRequestHandle) return;
   // request_finished registers the GPU blocks its pending stores read from, in each key's
   // group (hybrid models store every group under its own keys).
   const int64_t f = connector_.config().block_size_factor;
   for (const PendingJob& j : pending_) {
-    if (j.is_load || j.request != r.id) continue;
+    if (j.is_load || j.request != r.id.value()) continue;
     for (size_t n = 0; n < j.block_indices.size(); ++n) {
       const int64_t i = j.block_indices[n];
       const std::span<const BlockId> blocks = kv_->blocks(r.kv_handle, j.groups[n]);

@@ -233,11 +233,11 @@ void RecordOffloadDecision(const StepPlan& plan, const SchedulerState& state,
   record.has_offload = true;
   for (const ConnectorAdmission& a : plan.connector_admitted) {
     record.kv_admitted.push_back(
-        {static_cast<int32_t>(a.req->id), a.gpu_hit_tokens, a.external_hit_tokens});
+        {static_cast<int32_t>(a.req->id.value()), a.gpu_hit_tokens, a.external_hit_tokens});
   }
   for (const SimRequest* r : state.skipped_waiting)
     if (r->status == RequestStatus::kWaitingForRemoteKvs)
-      record.loading.push_back(static_cast<int32_t>(r->id));
+      record.loading.push_back(static_cast<int32_t>(r->id.value()));
   for (auto& l : offload.loads)
     record.cpu_loads.push_back({static_cast<int32_t>(l.request), std::move(l.block_indices)});
   for (auto& st : offload.stores)
@@ -261,7 +261,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
   std::vector<SimRequest> sim(n);
   for (size_t k = 0; k < n; ++k) {
     const auto i = static_cast<size_t>(order[k]);
-    sim[i].id = static_cast<RequestId>(i);
+    sim[i].id = RequestId{static_cast<int64_t>(i)};
     sim[i].arrival_tick = static_cast<int64_t>(k);
     sim[i].priority = requests[i].priority;
     sim[i].max_output_tokens = requests[i].max_tokens;
@@ -303,14 +303,14 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     inst.ApplyTokens(
         p,
         [&](SimRequest& r, const ScheduledChunk&, std::vector<TokenId>& out) {
-          StepRequestSummary& s = summary.per_request[static_cast<size_t>(r.id)];
+          StepRequestSummary& s = summary.per_request[static_cast<size_t>(r.id.value())];
           if (s.first_token_step < 0) s.first_token_step = record.step;
           out.push_back(token);
         },
         finished);
     for (SimRequest* r : finished) {
-      record.finished.push_back(static_cast<int32_t>(r->id));
-      summary.per_request[static_cast<size_t>(r->id)].finish_step = record.step;
+      record.finished.push_back(static_cast<int32_t>(r->id.value()));
+      summary.per_request[static_cast<size_t>(r->id.value())].finish_step = record.step;
       --unfinished;
       if (offload) {
         offload->RequestFinished(*r);  // before its blocks are freed
@@ -331,7 +331,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     if (record == nullptr) return;
     RecordOffloadDecision(p, inst.state(), o, *record);
     for (const ConnectorAdmission& a : p.connector_admitted) {
-      const auto id = static_cast<int32_t>(a.req->id);
+      const auto id = static_cast<int32_t>(a.req->id.value());
       StepRequestSummary& s = summary.per_request[static_cast<size_t>(id)];
       if (a.req->num_preemptions > 0) {
         s.resume_gpu_hit_tokens.push_back(a.gpu_hit_tokens);
@@ -379,7 +379,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     StepRecord record;
     record.step = step;
     for (const ScheduledChunk& c : plan.scheduled) {
-      const auto id = static_cast<int32_t>(c.req->id);
+      const auto id = static_cast<int32_t>(c.req->id.value());
       StepRecord::Chunk ch{id, c.num_tokens, c.num_computed_before, -1};
       if (c.new_admission) {
         ch.hit = c.hit_tokens;
@@ -395,8 +395,8 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
       record.scheduled.push_back(ch);
     }
     for (SimRequest* p : plan.preempted) {
-      record.preempted.push_back(static_cast<int32_t>(p->id));
-      ++summary.per_request[static_cast<size_t>(p->id)].num_preemptions;
+      record.preempted.push_back(static_cast<int32_t>(p->id.value()));
+      ++summary.per_request[static_cast<size_t>(p->id.value())].num_preemptions;
       ++summary.total_preemptions;
     }
     record.num_free_blocks = inst.kv().num_free_blocks();
@@ -436,7 +436,7 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
           "stuck",
           fmt::format("step {}: request '{}' can never be scheduled ({} tokens; {} usable blocks "
                       "of {} tokens, token budget {})",
-                      step, head ? requests[static_cast<size_t>(head->id)].id : "?",
+                      step, head ? requests[static_cast<size_t>(head->id.value())].id : "?",
                       head ? head->num_tokens : 0, config.kv.num_blocks - 1,
                       config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size,
                       config.sched.max_num_batched_tokens));

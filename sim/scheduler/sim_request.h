@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string_view>
 
-namespace kvsim {
+#include "core/types.h"
 
-using RequestId = int64_t;
+namespace kvsim {
 
 // kFinishedPreempted: finished by a token that was in flight when it was preempted (async);
 // it is still in WAITING until the instance releases it. kWaitingForRemoteKvs: admitted with
@@ -38,7 +38,7 @@ constexpr std::string_view RequestStatusName(RequestStatus s) {
 }
 
 struct SimRequest {
-  RequestId id = 0;
+  RequestId id;
   RequestStatus status = RequestStatus::kWaiting;
   int64_t priority = 0;          // PRIORITY policy: lower value = more important
   int64_t arrival_tick = 0;      // ns; PRIORITY policy tie-break and latency metrics
@@ -58,7 +58,7 @@ struct SimRequest {
   // when a step's chunks are committed).
   bool is_prefill_chunk = false;
   int32_t num_preemptions = 0;
-  int32_t kv_handle = -1;           // the KV allocator's handle (opaque to the scheduler)
+  RequestHandle kv_handle = kNoRequestHandle;  // the KV allocator's (opaque to the scheduler)
 
   int64_t num_tokens_with_spec() const { return num_tokens + num_spec_tokens; }
   // Prompt plus every sampled token, in flight or applied (step-log.md §5 "known tokens").

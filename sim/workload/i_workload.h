@@ -50,7 +50,7 @@ struct PromptPart {
 };
 
 struct RequestSpec {
-  RequestId id = 0;
+  RequestId id;
   Tick arrival = 0;
   int64_t num_prompt_tokens = 0;   // Σ prompt[i].length
   std::vector<PromptPart> prompt;  // the prompt, in order

@@ -66,7 +66,7 @@ void SyntheticWorkload::AppendStored(const PromptPart& part, std::vector<TokenId
 
 RequestSpec SyntheticWorkload::NewRequest(Tick arrival, int64_t group, int32_t turn) {
   RequestSpec r;
-  r.id = created_++;
+  r.id = RequestId{created_++};
   r.arrival = arrival;
   r.group = group;
   r.turn = turn;

@@ -289,7 +289,7 @@ std::optional<RequestSpec> TraceWorkload::Next() {
   const double t = a.time_s * config_.trace.time_scale;
   if (config_.duration_s > 0 && t > config_.duration_s) return std::nullopt;
   RequestSpec r;
-  r.id = created_++;
+  r.id = RequestId{created_++};
   r.arrival = static_cast<Tick>(std::llround(t * 1e9));
   r.max_output_tokens = a.output_tokens;
   r.output_seed = tokens_.Next();

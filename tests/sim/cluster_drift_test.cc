@@ -87,7 +87,8 @@ TEST_CASE("cluster drift: open-loop arrivals enter one at a time; follow-ups nev
   CHECK(wl->finished.size() == 5);
   // Ids are handed out as requests are created: the follow-ups (2 and 3) exist before the
   // third open-loop request, which is pulled only once request 1 has entered at 10 s.
-  CHECK(wl->open_loop_ids == std::vector<RequestId>{0, 1, 4});
+  CHECK(wl->open_loop_ids ==
+        std::vector<RequestId>{RequestId{0}, RequestId{1}, RequestId{4}});
   const auto& recs = sim->records();
   CHECK(recs[2].arrival > recs[0].kv_ready);
   CHECK(recs[3].arrival > recs[2].kv_ready);

@@ -31,9 +31,9 @@ SchedulerParams Params() {
   return p;
 }
 
-SimRequest Request(RequestId id, int64_t max_output_tokens) {
+SimRequest Request(int64_t id, int64_t max_output_tokens) {
   SimRequest r;
-  r.id = id;
+  r.id = RequestId{id};
   r.max_output_tokens = max_output_tokens;
   return r;
 }

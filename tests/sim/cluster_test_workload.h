@@ -65,7 +65,7 @@ class ScriptedWorkload : public IWorkload {
 
  protected:
   void AppendStored(const PromptPart& part, std::vector<TokenId>& out) const override {
-    built_.insert(static_cast<RequestId>(part.rng[0]));
+    built_.insert(RequestId{static_cast<int64_t>(part.rng[0])});
     for (int64_t i = 0; i < part.length; ++i) {
       out.push_back(static_cast<TokenId>((part.key * 7919 + static_cast<uint64_t>(i)) % 32000));
     }
@@ -74,22 +74,22 @@ class ScriptedWorkload : public IWorkload {
  private:
   RequestSpec Spec(Tick arrival, int64_t prompt, int64_t output, uint64_t content) {
     RequestSpec spec;
-    spec.id = next_id_++;
+    spec.id = RequestId{next_id_++};
     spec.arrival = arrival;
     spec.max_output_tokens = output;
-    spec.output_seed = 0xabc + static_cast<uint64_t>(spec.id);
+    spec.output_seed = 0xabc + static_cast<uint64_t>(spec.id.value());
     PromptPart part;
     part.kind = PromptPart::Kind::kRecord;
     part.length = prompt;
     part.key = content;
-    part.rng[0] = static_cast<uint64_t>(spec.id);  // unused by kRecord: who is being built
+    part.rng[0] = static_cast<uint64_t>(spec.id.value());  // unused by kRecord: who is being built
     spec.Add(part);
     return spec;
   }
 
   std::vector<ScriptedRequest> requests_;
   size_t next_ = 0;
-  RequestId next_id_ = 0;
+  int64_t next_id_ = 0;
   mutable std::set<RequestId> built_;
 };
 

@@ -50,7 +50,7 @@ workload:
 std::string Fingerprint(const Engine& e) {
   std::string s = RunToJson(e, {}).dump();
   for (const auto& r : e.metrics().records()) {
-    s += std::to_string(r.id) + ":" + std::to_string(r.first_token) + ":" +
+    s += std::to_string(r.id.value()) + ":" + std::to_string(r.first_token) + ":" +
          std::to_string(r.finish) + ":" + std::to_string(r.cached_tokens) + ";";
   }
   return s;

@@ -59,7 +59,7 @@ class FakeKvAllocator : public IKvAllocator {
     held_[r.id] = 0;
   }
 
-  void SetHit(RequestId id, int64_t tokens) { hits_[id] = tokens; }
+  void SetHit(int64_t id, int64_t tokens) { hits_[RequestId{id}] = tokens; }
   // Gives a running request the blocks its computed tokens already occupy.
   void Hold(const SimRequest& r) {
     const int64_t blocks = CeilDiv(r.num_computed_tokens, block_size_);
@@ -67,8 +67,8 @@ class FakeKvAllocator : public IKvAllocator {
     held_[r.id] += blocks;
   }
   int64_t num_free() const { return free_; }
-  int64_t held(RequestId id) const {
-    auto it = held_.find(id);
+  int64_t held(int64_t id) const {
+    auto it = held_.find(RequestId{id});
     return it == held_.end() ? 0 : it->second;
   }
 

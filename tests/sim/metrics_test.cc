@@ -23,7 +23,7 @@ TEST_CASE("summary: latencies, hit rate and throughput from hand-made records") 
   Metrics m(kTicksPerMs);
   // Two requests: arrive at 0 and 1 s; first token 100 ms later; 11 tokens over 1 s more.
   for (int i = 0; i < 2; ++i) {
-    RequestRecord& r = m.Arrive(i);
+    RequestRecord& r = m.Arrive(RequestId{i});
     r.arrival = i * kTicksPerSecond;
     r.first_scheduled = r.arrival + 10 * kTicksPerMs;
     r.first_token = r.arrival + 100 * kTicksPerMs;
@@ -51,9 +51,9 @@ TEST_CASE("summary: latencies, hit rate and throughput from hand-made records") 
 
 TEST_CASE("unfinished and rejected requests are counted, not averaged") {
   Metrics m(kTicksPerMs);
-  RequestRecord& a = m.Arrive(0);
+  RequestRecord& a = m.Arrive(RequestId{0});
   a.arrival = 0;
-  RequestRecord& b = m.Arrive(1);
+  RequestRecord& b = m.Arrive(RequestId{1});
   b.arrival = 0;
   b.rejected = true;
   const RunSummary s = m.Summarize(kTicksPerSecond, 0, 0);

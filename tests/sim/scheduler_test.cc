@@ -12,9 +12,9 @@ namespace {
 
 using testing::FakeKvAllocator;
 
-SimRequest Req(RequestId id, int64_t prompt, int64_t max_out = 100) {
+SimRequest Req(int64_t id, int64_t prompt, int64_t max_out = 100) {
   SimRequest r;
-  r.id = id;
+  r.id = RequestId{id};
   r.arrival_tick = id;
   r.num_prompt_tokens = prompt;
   r.num_tokens = prompt;
@@ -23,7 +23,7 @@ SimRequest Req(RequestId id, int64_t prompt, int64_t max_out = 100) {
 }
 
 // A running request in decode: prompt computed, `out` output tokens, the last not computed.
-SimRequest Decoding(RequestId id, int64_t prompt, int64_t out) {
+SimRequest Decoding(int64_t id, int64_t prompt, int64_t out) {
   SimRequest r = Req(id, prompt);
   r.status = RequestStatus::kRunning;
   r.num_output_tokens = out;
@@ -33,9 +33,9 @@ SimRequest Decoding(RequestId id, int64_t prompt, int64_t out) {
   return r;
 }
 
-std::map<RequestId, int64_t> Tokens(const StepPlan& p) {
-  std::map<RequestId, int64_t> m;
-  for (const auto& c : p.scheduled) m[c.req->id] = c.num_tokens;
+std::map<int64_t, int64_t> Tokens(const StepPlan& p) {  // by request id
+  std::map<int64_t, int64_t> m;
+  for (const auto& c : p.scheduled) m[c.req->id.value()] = c.num_tokens;
   return m;
 }
 
@@ -50,7 +50,7 @@ TEST_CASE("budget: decodes first, then the waiting prompt takes the rest as a ch
   kv.Hold(a);  // pre-hold a's blocks
   kv.Hold(b);
   StepPlan plan = Schedule(p, s, kv);
-  CHECK(Tokens(plan) == std::map<RequestId, int64_t>{{1, 1}, {2, 1}, {3, 98}});
+  CHECK(Tokens(plan) == std::map<int64_t, int64_t>{{1, 1}, {2, 1}, {3, 98}});
   CHECK(plan.num_scheduled_tokens == 100);
   CHECK(c.num_computed_tokens == 98);
   CHECK(c.status == RequestStatus::kRunning);
@@ -61,7 +61,7 @@ TEST_CASE("budget: decodes first, then the waiting prompt takes the rest as a ch
   a.num_tokens++, a.num_output_tokens++;
   b.num_tokens++, b.num_output_tokens++;
   plan = Schedule(p, s, kv);
-  CHECK(Tokens(plan) == std::map<RequestId, int64_t>{{1, 1}, {2, 1}, {3, 52}});
+  CHECK(Tokens(plan) == std::map<int64_t, int64_t>{{1, 1}, {2, 1}, {3, 52}});
 }
 
 TEST_CASE("chunked prefill: a 250-token prompt under a 100-token budget runs 100, 100, 50") {
@@ -95,7 +95,7 @@ TEST_CASE("chunked prefill off: a prompt larger than the budget waits") {
   FakeKvAllocator kv(16, 1000);
   StepPlan plan = Schedule(p, s, kv);
   // small fits (60); big (120) exceeds the remaining 40 and blocks everything behind it.
-  CHECK(Tokens(plan) == std::map<RequestId, int64_t>{{1, 60}});
+  CHECK(Tokens(plan) == std::map<int64_t, int64_t>{{1, 60}});
   CHECK(s.waiting.front() == &big);
 }
 
@@ -134,7 +134,7 @@ TEST_CASE("preemption: FCFS evicts the last running request and admits nobody th
   StepPlan plan = Schedule(p, s, kv);
   // a takes the free block; b needs one: the victim is c (last), freeing 2 blocks; b takes
   // one. c is gone from RUNNING, so the running pass ends. w is not admitted.
-  CHECK(Tokens(plan) == std::map<RequestId, int64_t>{{1, 1}, {2, 1}});
+  CHECK(Tokens(plan) == std::map<int64_t, int64_t>{{1, 1}, {2, 1}});
   REQUIRE(plan.preempted.size() == 1);
   CHECK(plan.preempted[0] == &c);
   CHECK(c.status == RequestStatus::kPreempted);
@@ -179,7 +179,7 @@ TEST_CASE("preemption: PRIORITY evicts the lowest priority and refunds its budge
   StepPlan plan = Schedule(p, s, kv);
   // lo takes the last block; hi needs one, the victim is lo (priority 5), already scheduled:
   // its token is refunded and it leaves the plan.
-  CHECK(Tokens(plan) == std::map<RequestId, int64_t>{{2, 1}});
+  CHECK(Tokens(plan) == std::map<int64_t, int64_t>{{2, 1}});
   CHECK(plan.num_scheduled_tokens == 1);
   REQUIRE(plan.preempted.size() == 1);
   CHECK(plan.preempted[0] == &lo);
@@ -210,7 +210,7 @@ TEST_CASE("full-prompt check: a chunk that fits is refused when the whole prompt
   CHECK(Schedule(p, s, kv).scheduled.empty());
   p.full_sequence_must_fit = false;  // the first 32-token chunk needs only 2 blocks
   StepPlan plan = Schedule(p, s, kv);
-  CHECK(Tokens(plan) == std::map<RequestId, int64_t>{{1, 32}});
+  CHECK(Tokens(plan) == std::map<int64_t, int64_t>{{1, 32}});
 }
 
 TEST_CASE("max_num_seqs caps the running list") {
@@ -233,7 +233,7 @@ TEST_CASE("long_prefill_token_threshold caps each request's chunk") {
   s.AddWaiting(&a, p.policy);
   s.AddWaiting(&b, p.policy);
   FakeKvAllocator kv(16, 100);
-  CHECK(Tokens(Schedule(p, s, kv)) == std::map<RequestId, int64_t>{{1, 40}, {2, 40}});
+  CHECK(Tokens(Schedule(p, s, kv)) == std::map<int64_t, int64_t>{{1, 40}, {2, 40}});
 }
 
 TEST_CASE("max_model_len: a running request never computes position max_model_len") {
@@ -243,7 +243,7 @@ TEST_CASE("max_model_len: a running request never computes position max_model_le
   SchedulerState s;
   s.running = {&a};
   FakeKvAllocator kv(16, 100);
-  CHECK(Tokens(Schedule(p, s, kv)) == std::map<RequestId, int64_t>{{1, 1}});
+  CHECK(Tokens(Schedule(p, s, kv)) == std::map<int64_t, int64_t>{{1, 1}});
   a.num_tokens = 50, a.num_output_tokens = 10;  // 49 computed; 50 − 1 − 49 = 0 left
   CHECK(Schedule(p, s, kv).scheduled.empty());
 }

@@ -72,7 +72,7 @@ TEST_CASE("shared_prefix: deterministic, capped, Poisson rate, shared system pro
     const std::vector<TokenId> ids = Ids(a, ra[i]);
     CHECK(ids == Ids(b, rb[i]));
     CHECK(ra[i].arrival == rb[i].arrival);
-    CHECK(ra[i].id == static_cast<int64_t>(i));
+    CHECK(ra[i].id.value() == static_cast<int64_t>(i));
     CHECK(ra[i].num_prompt_tokens == 120);
     REQUIRE(ids.size() == 120);
     if (i) CHECK(ra[i].arrival >= ra[i - 1].arrival);
@@ -333,7 +333,7 @@ TEST_CASE("closed loop: N clients, each sends its next request when the last one
   REQUIRE(follow.size() == 1);
   CHECK(follow[0].arrival == 7000);
   CHECK(follow[0].num_prompt_tokens == 10);
-  CHECK(follow[0].id == 2);
+  CHECK(follow[0].id == RequestId{2});
   // The cap holds: requests 3 and 4 are the last ones.
   std::vector<RequestSpec> more;
   w.OnFinish(*second, 10, 8000, more);
