@@ -57,9 +57,7 @@ void RunRun(const RunArgs& a) {
   for (const std::string& note : FixSweptKeys(tree.value(), a.scenario.sets)) {
     std::cerr << "kvsim: note: " << note << "\n";
   }
-  const std::string source = a.scenario.scenario.empty()
-                                 ? std::string("<built-in>/") + kDefaultScenarioPath
-                                 : a.scenario.scenario;
+  const std::string source = ScenarioSource(a.scenario);
   auto points = ExpandSweep(tree.value());
   if (!points.ok()) return (void)ReportError(points.status(), a.json);
   // The first point's scenario catches typos and bad values before anything runs.
@@ -123,6 +121,11 @@ void RunRun(const RunArgs& a) {
   if (!report.error.ok()) return (void)ReportError(report.error, a.json);
   std::cerr << report.err;
   std::cout << report.out;
+  if (many && !a.trace.empty() && !a.json) {  // the names the user did not give
+    std::cerr << "kvsim: traces: " << TracePathFor(a.trace, 0, true) << " … "
+              << TracePathFor(a.trace, static_cast<int64_t>(points->size()) - 1, true)
+              << " (one per point)\n";
+  }
   ExitCode() = report.exit_code;
   // An output that could not be written outranks failed points: the numbers are lost.
   for (const auto& [idx, r] : results) {
@@ -139,7 +142,9 @@ void RegisterRun(CLI::App& app) {
              "built-in attention-pack study)");
   AddScenarioArgs(cmd, &args.scenario);
   cmd->add_option("-o,--out", args.out_dir, "write metrics.json and requests.csv here");
-  cmd->add_option("--trace", args.trace, "write a Chrome/Perfetto trace (JSON) here");
+  cmd->add_option("--trace", args.trace,
+                  "write a Chrome/Perfetto trace (JSON) here (FILE.NNNN.json per point for "
+                  "several points)");
   cmd->add_option("--step-log", args.step_log,
                   "write the scheduler's decisions, one JSON record per step (docs/step-log.md; "
                   "FILE.NNNN.jsonl per point for several points; single-engine points)");

@@ -34,6 +34,8 @@ struct ScenarioArgs {
   std::vector<std::string> sets;    // --set a.b=v
 };
 void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
+// The name errors and outputs give the scenario: its path, or "<built-in>/scenarios/default.yaml".
+std::string ScenarioSource(const ScenarioArgs& args);
 
 // The one validation `kvsim run`, `sweep` and `layout` share, beyond what the scenario loader
 // checks: the plan (planner errors name the key), a pool with at least one usable block,
