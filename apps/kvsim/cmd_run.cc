@@ -63,6 +63,11 @@ void RunRun(const RunArgs& a) {
   // The first point's scenario catches typos and bad values before anything runs.
   auto first = ParseScenario(points->front().tree, source);
   if (!first.ok()) return (void)ReportError(first.status(), a.json);
+  if (!a.json) {
+    for (const std::string& note : ScenarioNotes(first.value())) {
+      std::cerr << "kvsim: note: " << note << "\n";
+    }
+  }
   const bool many = points->size() > 1;
   const SweepIdentity sweep = IdentifySweep(tree.value(), static_cast<int64_t>(points->size()));
   auto point_options = [&](const SweepPoint& p) {

@@ -43,6 +43,10 @@ std::string ScenarioSource(const ScenarioArgs& args);
 // A P/D scenario's pools are planned by the cluster itself; for it only the workload is
 // checked here.
 Status ValidateScenario(const Scenario& sc);
+// What is legal but likely not meant, one line each for stderr (printed as "kvsim: note: ..."):
+// a KV budget per rank above the GPU's HBM (hardware.hbm_capacity_bytes), which the shipped
+// Mooncake study uses on purpose as a what-if.
+std::vector<std::string> ScenarioNotes(const Scenario& sc);
 
 // Provenance of an output directory: DIR/scenario.resolved.yaml (the scenario tree after
 // includes and --set, with the seed spelled out, so `kvsim run DIR/scenario.resolved.yaml`

@@ -13,6 +13,7 @@
 #include "core/kv_cache_manager.h"
 #include "sim/engine_common.h"
 #include "sim/output_file.h"
+#include "sim/report/plan_report.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/workload/i_workload.h"
 #include "sim/sweep/sweep_runner.h"
@@ -81,6 +82,19 @@ Status ValidateScenario(const Scenario& sc) {
   // The manager's config as the engine builds it (a pool too large names the key that sized it).
   auto kv = EngineKvConfig(sc, plan.value());
   return kv.ok() ? Status::Ok() : kv.status();
+}
+
+std::vector<std::string> ScenarioNotes(const Scenario& sc) {
+  std::vector<std::string> notes;
+  const int64_t hbm = sc.sim.hardware.hbm_capacity_bytes;
+  if (!sc.cluster.enabled && hbm > 0 && sc.cache.kv_memory_bytes > hbm) {
+    notes.push_back(sc.Where("cache.kv_memory_bytes") + ": cache.kv_memory_bytes: " +
+                    HumanBytes(static_cast<double>(sc.cache.kv_memory_bytes)) +
+                    " per rank is more than the GPU's memory (hardware.hbm_capacity_bytes " +
+                    HumanBytes(static_cast<double>(hbm)) + ", " + sc.sim.hardware.name +
+                    "): a what-if, not a configuration that GPU can run");
+  }
+  return notes;
 }
 
 Status CheckOutDir(const std::string& dir, const std::string& scenario_hash, bool force) {

@@ -119,6 +119,15 @@ TEST_CASE("cli: kvsim run prints a KV budget under 1 GiB in MiB", "[cli]") {
   CHECK_FALSE(Contains(r.out, "KV memory 0.0 GiB"));
 }
 
+// (a)#24, (b)#47: 500 GiB of KV per rank on an 80 GB H100 was accepted without a word.
+TEST_CASE("cli: a KV budget above the GPU's memory gets a note", "[cli]") {
+  const Ran big = Kvsim("layout --set cache.kv_memory_bytes=500GiB");
+  CHECK(big.rc == 0);  // a what-if is legal (the Mooncake study uses 1 TiB on purpose)
+  CHECK(Contains(big.out, "kvsim: note: --set cache.kv_memory_bytes: cache.kv_memory_bytes: "
+                          "500.00 GiB per rank is more than the GPU's memory"));
+  CHECK_FALSE(Contains(Kvsim("layout").out, "more than the GPU's memory"));
+}
+
 // (a)#15: plot_sweep.py on a P/D sweep CSV stopped with "no column prefix_hit_rate" (P/D rows
 // name the hit rates and the output rate differently), without listing the columns.
 TEST_CASE("cli: plot_sweep.py plots a P/D sweep CSV with its defaults", "[cli]") {
