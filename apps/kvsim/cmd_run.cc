@@ -122,7 +122,8 @@ void RunRun(const RunArgs& a) {
   std::vector<const PointResult*> ordered;
   for (const auto& [idx, r] : results) ordered.push_back(&r);
   const RunReport report =
-      FormatRun(ordered, {first->name, many, a.json, a.json ? std::string() : a.out_dir});
+      FormatRun(ordered, {first->name, many, a.json, a.json ? std::string() : a.out_dir,
+                          fmt::format("kvsim run: {} — {}", first->name, first->description)});
   if (!report.error.ok()) return (void)ReportError(report.error, a.json);
   std::cerr << report.err;
   std::cout << report.out;

@@ -143,6 +143,14 @@ int64_t ConfigReader::Int(const std::string& key, int64_t def, const std::string
   if (!n) return def;
   int64_t v = 0;
   if (!n->is_scalar() || !ParseInt(n->scalar, &v)) {
+    // Digits that do not fit 64 bits are an integer, only too large: say so.
+    const std::string& t = n->scalar;
+    const size_t start = !t.empty() && (t[0] == '+' || t[0] == '-') ? 1 : 0;
+    if (n->is_scalar() && start < t.size() &&
+        t.find_first_not_of("0123456789", start) == std::string::npos) {
+      Error(key, "bad_value", t + " is out of range: too large for a 64-bit integer");
+      return def;
+    }
     WrongType(key, *n, "an integer");
     return def;
   }

@@ -113,6 +113,18 @@ TEST_CASE("audit: --set sweep.KEY.PATH sets one sweep axis", "[scenario]") {
   CHECK(sweep->Find("cache") == nullptr);
 }
 
+// (b)#7: 20 digits said "expected an integer" as if it were not one.
+TEST_CASE("audit: an integer too large for 64 bits says so", "[scenario]") {
+  auto sc = LoadScenario(LoadOptions{"", {"cache.block_size=99999999999999999999"}});
+  REQUIRE_FALSE(sc.ok());
+  CHECK(Contains(sc.status().message(),
+                 "cache.block_size: 99999999999999999999 is out of range: too large for a "
+                 "64-bit integer"));
+  auto word = LoadScenario(LoadOptions{"", {"cache.block_size=sixteen"}});
+  REQUIRE_FALSE(word.ok());
+  CHECK(Contains(word.status().message(), "expected an integer"));
+}
+
 // (b)#27: a tab in the indentation gave "illegal map value" without naming the cause.
 TEST_CASE("audit: a tab-indented line is named as the cause", "[scenario]") {
   auto r = ParseYaml("model:\n  preset: llama-3.1-8b\ncache:\n\tblock_size: 16\n", "tab.yaml");
