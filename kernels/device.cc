@@ -24,14 +24,17 @@ DeviceInfo QueryDevice() {
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     // Error 35 (driver older than the runtime / no driver) and 100 (no device) both mean
-    // "no usable GPU here".
-    info.why = std::string("no CUDA device: cudaGetDeviceCount failed with error ") +
-               std::to_string(static_cast<int>(err)) + " (" + cudaGetErrorString(err) + ")";
+    // "no usable GPU here": on a machine without a GPU error 35 reads like a driver problem,
+    // so the headline says what it means and the CUDA error is the detail.
+    info.why = "no CUDA device found";
+    info.detail = std::string("cudaGetDeviceCount failed with error ") +
+                  std::to_string(static_cast<int>(err)) + ": " + cudaGetErrorString(err);
     cudaGetLastError();
     return info;
   }
   if (count == 0) {
-    info.why = "no CUDA device: cudaGetDeviceCount returned 0";
+    info.why = "no CUDA device found";
+    info.detail = "cudaGetDeviceCount returned 0";
     return info;
   }
   cudaDeviceProp prop{};

@@ -1,6 +1,7 @@
 // What the GPU validation mode needs to know about the CUDA device, and whether there is
 // one. Always built: without CUDA (or without a device — cudaGetDeviceCount's error 35 on a
-// machine with no driver counts as zero devices) `available` is false and `why` says so.
+// machine with no driver counts as zero devices) `available` is false, `why` says so in a
+// user's words ("no CUDA device found") and `detail` gives the CUDA call and error behind it.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,8 @@ namespace kvsim::kernels {
 
 struct DeviceInfo {
   bool available = false;
-  std::string why;  // when not available
+  std::string why;     // when not available
+  std::string detail;  // when not available: the failing CUDA call and its error, if any
   std::string name;
   int cc_major = 0;
   int cc_minor = 0;

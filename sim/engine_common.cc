@@ -4,13 +4,29 @@
 
 namespace kvsim {
 
+namespace {
+
+// The manager's limit on the pool's size is about the keys that set that size.
+Status NamePoolKeys(const Scenario& sc, const KvCachePlan& plan, const Status& s) {
+  if (s.code() != "bad_num_blocks") return s;
+  const ConfigNode* cache = sc.tree.Find("cache");
+  const std::string key = cache != nullptr && cache->Find("num_gpu_blocks") != nullptr
+                              ? "cache.num_gpu_blocks"
+                              : "cache.kv_memory_bytes";
+  return Status::Error(s.code(), sc.Where(key) + ": " + key + ": " + s.message() +
+                                     " (the pool has " + std::to_string(plan.num_blocks) +
+                                     " blocks)");
+}
+
+}  // namespace
+
 Result<KvCacheManagerConfig> EngineKvConfig(const Scenario& sc, const KvCachePlan& plan) {
   auto kv = KvCacheManagerConfigFromPlan(plan);
-  if (!kv.ok()) return kv.status();
+  if (!kv.ok()) return NamePoolKeys(sc, plan, kv.status());
   KvCacheManagerConfig kvc = kv.value();
   kvc.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
   if (sc.cache.num_speculative_tokens > 0) kvc.use_eagle = sc.sim.spec.eagle();
-  if (Status s = kvc.Validate(); !s.ok()) return s;
+  if (Status s = kvc.Validate(); !s.ok()) return NamePoolKeys(sc, plan, s);
   return kvc;
 }
 

@@ -17,7 +17,9 @@
 namespace kvsim {
 
 // The manager config for `plan`, with the scenario's token budget and (when it drafts) its
-// EAGLE flag, validated.
+// EAGLE flag, validated. A pool the manager cannot hold (2^30 blocks or more) is an error at
+// the file, line and key that sized it (cache.num_gpu_blocks if given, else
+// cache.kv_memory_bytes).
 Result<KvCacheManagerConfig> EngineKvConfig(const Scenario& sc, const KvCachePlan& plan);
 
 // The scheduler's params from the scenario's scheduler sections. max_model_len is the

@@ -2,11 +2,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "viz/colors.h"
 
 namespace kvsim::viz {
+
+ImVec2 PlaceLegend(const std::vector<ImVec2>& points, ImVec2 a, ImVec2 b, ImVec2 legend) {
+  const ImVec2 corners[] = {{b.x - legend.x, a.y},
+                            {a.x, a.y},
+                            {b.x - legend.x, b.y - legend.y},
+                            {a.x, b.y - legend.y}};
+  ImVec2 best = corners[0];
+  size_t best_n = SIZE_MAX;
+  for (const ImVec2& c : corners) {
+    size_t n = 0;
+    for (const ImVec2& p : points) {
+      n += p.x >= c.x && p.x <= c.x + legend.x && p.y >= c.y && p.y <= c.y + legend.y;
+    }
+    if (n < best_n) best_n = n, best = c;
+  }
+  return best;
+}
 
 void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -105,15 +123,21 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
   }
   dl->PopClipRect();
 
-  // Legend, top right inside the plot.
-  float ly = a.y + 6;
+  // Legend, in the corner of the plot with the fewest points under it.
   float lw = 0;
   for (const Series& s : data.series) lw = std::max(lw, ImGui::CalcTextSize(s.label.c_str()).x);
-  const float lx = b.x - lw - fh - 16;
   if (opt.legend && !data.series.empty() && data.series.size() <= 16) {
-    dl->AddRectFilled(ImVec2(lx - 6, ly - 4),
-                      ImVec2(b.x - 4, ly + (fh + 4) * static_cast<float>(data.series.size()) + 2),
-                      IM_COL32(24, 26, 30, 255));
+    const ImVec2 box(lw + fh + 18, (fh + 4) * static_cast<float>(data.series.size()) + 6);
+    std::vector<ImVec2> pts;
+    for (const Series& s : data.series) {
+      for (const SeriesPoint& p : s.points) {
+        if (!(opt.log_x && p.x <= 0)) pts.emplace_back(px(p.x), py(p.y));
+      }
+    }
+    const ImVec2 at = PlaceLegend(pts, ImVec2(a.x + 4, a.y + 2), ImVec2(b.x - 4, b.y - 2), box);
+    const float lx = at.x + 6;
+    float ly = at.y + 4;
+    dl->AddRectFilled(at, ImVec2(at.x + box.x, at.y + box.y), IM_COL32(24, 26, 30, 255));
     for (size_t si = 0; si < data.series.size(); ++si) {
       const Rgba c = CategoricalColour(static_cast<int64_t>(si));
       dl->AddRectFilled(ImVec2(lx, ly), ImVec2(lx + fh, ly + fh), c);

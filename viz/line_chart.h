@@ -7,6 +7,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "viz/sweep_table.h"
 
@@ -21,6 +22,12 @@ struct ChartOptions {
   double marker_x = std::numeric_limits<double>::quiet_NaN();  // a vertical "now" line
   bool legend = true;
 };
+
+// Where a legend box of `legend` size goes inside the plot area [a, b]: the corner (top
+// right, top left, bottom right, bottom left, in that order of preference) that covers the
+// fewest of `points` (screen positions), so the legend never hides the data when a corner is
+// free of it. Returns the box's top-left.
+ImVec2 PlaceLegend(const std::vector<ImVec2>& points, ImVec2 a, ImVec2 b, ImVec2 legend);
 
 // Draws into a `size` region at the cursor (advancing it). Series i uses
 // CategoricalColour(i), which is also its legend swatch.

@@ -6,12 +6,16 @@
         --group cache.kv_memory_bytes --metrics prefix_hit_rate,ttft_p90_ms -o hit.png
 
 One panel per metric; the x axis is a sweep key (default: the first), and one line per value
-of --group (default: the second sweep key, if any). Other sweep keys are averaged over.
+of --group (default: the next sweep key that is not zipped with the x key, if any). Other
+sweep keys are averaged over. The default metrics are those of the CSV's kind (single-engine
+or P/D cluster rows name some columns differently). The title defaults to the scenario's
+name and description from the scenario.resolved.yaml beside the CSV.
 Rows whose status is not "ok" are skipped (and counted on stderr). Needs only Debian's
 python3-matplotlib; no other packages.
 """
 import argparse
 import csv
+import os
 import sys
 from collections import defaultdict
 
@@ -20,7 +24,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-DEFAULT_METRICS = ["prefix_hit_rate", "ttft_mean_ms", "tpot_mean_ms", "output_tok_s"]
+# Each default metric with the columns that stand for it, single-engine name first (a P/D
+# cluster row has prefill_/decode_hit_rate and output_tok_per_s; docs/columns.md).
+DEFAULT_METRICS = [["prefix_hit_rate", "decode_hit_rate", "prefill_hit_rate"],
+                   ["ttft_mean_ms"], ["tpot_mean_ms"], ["output_tok_s", "output_tok_per_s"]]
 LABELS = {
     "prefix_hit_rate": "prefix hit rate (tokens)",
     "ttft_mean_ms": "TTFT mean (ms)",
@@ -28,6 +35,9 @@ LABELS = {
     "ttft_p99_ms": "TTFT p99 (ms)",
     "tpot_mean_ms": "TPOT mean (ms)",
     "output_tok_s": "output tokens/s",
+    "output_tok_per_s": "output tokens/s",
+    "prefill_hit_rate": "prefill prefix hit rate (tokens)",
+    "decode_hit_rate": "decode prefix hit rate (tokens)",
     "total_tok_s": "total tokens/s",
     "kv_usage_mean": "mean KV usage",
     "padding_gib_in_use": "padding in use (GiB)",
@@ -52,13 +62,31 @@ def as_number(s):
         return None
 
 
+def scenario_title(csv_path):
+    """'name — description' from the scenario.resolved.yaml that kvsim writes beside a CSV."""
+    resolved = os.path.join(os.path.dirname(os.path.abspath(csv_path)), "scenario.resolved.yaml")
+    fields = {}
+    try:
+        with open(resolved) as f:
+            for line in f:
+                for k in ("name", "description"):
+                    if line.startswith(k + ":") and k not in fields:
+                        fields[k] = line[len(k) + 1:].strip().strip('"')
+    except OSError:
+        return None
+    if "name" not in fields:
+        return None
+    return fields["name"] + (" — " + fields["description"] if fields.get("description") else "")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
     ap.add_argument("-o", "--out", default="sweep.png")
     ap.add_argument("--x", help="sweep key on the x axis (default: the first)")
     ap.add_argument("--group", help="sweep key for one line per value (default: the second)")
-    ap.add_argument("--metrics", help="comma-separated metric columns", default=",".join(DEFAULT_METRICS))
+    ap.add_argument("--metrics", help="comma-separated metric columns (default: hit rate, TTFT, "
+                    "TPOT and output tokens/s, under the CSV's names)")
     ap.add_argument("--title", default=None)
     a = ap.parse_args()
 
@@ -73,16 +101,36 @@ def main():
     if not keys:
         sys.exit(f"{a.csv}: the sweep has no keys to plot against")
     x = a.x or keys[0]
-    group = a.group if a.group is not None else (keys[1] if len(keys) > 1 and keys[1] != x else None)
-    for k in [x] + ([group] if group else []):
-        if k not in keys:
-            sys.exit(f"{a.csv}: {k} is not a sweep key; keys: {', '.join(keys)}")
-    metrics = [m for m in a.metrics.split(",") if m]
-    for m in metrics:
-        if m not in header:
-            sys.exit(f"{a.csv}: no column {m}")
+    if x not in keys:
+        sys.exit(f"{a.csv}: {x} is not a sweep key; keys: {', '.join(keys)}")
+
+    def follows_x(k):
+        """True when k's value is a function of x's: a zip partner, useless as a group."""
+        seen = {}
+        return all(seen.setdefault(r[x], r[k]) == r[k] for r in rows)
+
+    if a.group is not None:
+        group = a.group or None
+    else:
+        group = next((k for k in keys if k != x and not follows_x(k)), None)
+    if group and group not in keys:
+        sys.exit(f"{a.csv}: {group} is not a sweep key; keys: {', '.join(keys)}")
+    metric_cols = [c for c in header if c not in FIXED and c not in keys]
+    if a.metrics:
+        metrics = [m for m in a.metrics.split(",") if m]
+        for m in metrics:
+            if m not in header:
+                sys.exit(f"{a.csv}: no column {m}; columns: {', '.join(metric_cols)}")
+    else:
+        metrics = [next(c for c in alts if c in header) for alts in DEFAULT_METRICS
+                   if any(c in header for c in alts)]
+        if not metrics:
+            sys.exit(f"{a.csv}: none of the default metrics; give --metrics, from: "
+                     f"{', '.join(metric_cols)}")
 
     ok = [r for r in rows if r["status"] == "ok"]
+    if not ok:
+        sys.exit(f"{a.csv}: every point failed (the status column says why); nothing to plot")
     if len(ok) < len(rows):
         print(f"plot_sweep: skipping {len(rows) - len(ok)} failed point(s)", file=sys.stderr)
 
@@ -104,14 +152,18 @@ def main():
     cols = 2 if n > 1 else 1
     rows_n = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, 3.6 * rows_n), squeeze=False)
+    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", "-"), ("x", "--")]
     for i, m in enumerate(metrics):
         ax = axes[i // cols][i % cols]
-        for g in groups:
+        for gi, g in enumerate(groups):
             pts = [(v, sum(cells[(g, v)][m]) / len(cells[(g, v)][m])) for v in xs if cells[(g, v)][m]]
             if not pts:
                 continue
             px = [as_number(p[0]) if numeric_x else xs.index(p[0]) for p in pts]
-            ax.plot(px, [p[1] for p in pts], marker="o", label=f"{group}={g}" if group else None)
+            # Markers and dashes differ per line so that lines that coincide stay visible.
+            marker, dash = styles[gi % len(styles)]
+            ax.plot(px, [p[1] for p in pts], marker=marker, linestyle=dash,
+                    markersize=7 - 1.2 * (gi % 4), label=f"{group}={g}" if group else None)
         if numeric_x:
             vals = [as_number(v) for v in xs]
             if min(vals) > 0 and max(vals) / min(vals) >= 16:
@@ -128,7 +180,7 @@ def main():
             ax.legend(fontsize=8)
     for j in range(n, rows_n * cols):
         axes[j // cols][j % cols].axis("off")
-    fig.suptitle(a.title or a.csv, fontsize=10)
+    fig.suptitle(a.title or scenario_title(a.csv) or a.csv, fontsize=10)
     fig.tight_layout()
     fig.savefig(a.out, dpi=110)
     print(a.out)

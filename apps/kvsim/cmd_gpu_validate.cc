@@ -250,10 +250,16 @@ void RunGpuValidate(const GpuValidateArgs& a) {
     dev.name = "host references (--host)";
   }
   if (!dev.available) {
-    std::cerr << "kvsim gpu-validate: " << dev.why
-              << "\nThe GPU validation mode needs a CUDA device; nothing was run.\n";
-    if (json_stdout)
-      std::cout << nlohmann::json{{"error", "no_cuda_device"}, {"message", dev.why}}.dump(2) << "\n";
+    const std::string message =
+        dev.why + "; --host runs the same checks on the host references";
+    std::cerr << "kvsim gpu-validate: " << message << "\n";
+    if (!dev.detail.empty()) std::cerr << "  (" << dev.detail << ")\n";
+    if (json_stdout) {
+      std::cout << nlohmann::json{{"error", "no_cuda_device"}, {"message", message},
+                                  {"detail", dev.detail}}
+                       .dump(2)
+                << "\n";
+    }
     ExitCode() = 3;
     return;
   }

@@ -51,6 +51,9 @@ void RunLayout(const LayoutArgs& a) {
     ReportError(v, a.json);
     return;
   }
+  for (const std::string& note : ScenarioNotes(sc.value())) {
+    std::cerr << "kvsim: note: " << note << "\n";
+  }
   if (a.json) {
     std::cout << PlanToJson(sc.value(), plan.value()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {

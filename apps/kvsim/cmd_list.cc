@@ -1,6 +1,7 @@
 // kvsim list: presets, layer kinds and every scenario key with type, default and help.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "apps/kvsim/commands.h"
@@ -20,16 +21,25 @@ void RegisterList(CLI::App& app) {
                                       : "error: " + m.status().message());
     }
     const std::vector<KeyDoc> docs = DescribeScenarioKeys();
-    // Long enum types ("NHD|HND|LBNHC|...") get a line of their own so the columns align.
-    auto print = [](const std::string& path, const KeyDoc& k) {
+    // Long enum types ("NHD|HND|LBNHC|...") get a line of their own, and the default column
+    // is as wide as the longest default, so the columns align.
+    const std::string pool_prefix = "cluster.{prefill,decode}.";
+    size_t key_width = 46, def_width = 10;
+    for (const auto& k : docs) {
+      if (k.type == "map") continue;
+      key_width = std::max(key_width, k.path.size());
+      if (k.default_value.size() <= 16) def_width = std::max(def_width, k.default_value.size());
+    }
+    size_t path_width = key_width;  // the per-pool section widens it by the prefix
+    auto print = [&](const std::string& path, const KeyDoc& k) {
       const std::string def = k.default_value.empty() ? "-" : k.default_value;
       if (k.type.size() > 16) {
-        std::cout << fmt::format("  {:<46} {:<16} default {:<10} {}\n", path, "choice", def,
-                                 k.help)
-                  << fmt::format("  {:<46} one of {}\n", "", k.type);
+        std::cout << fmt::format("  {:<{}} {:<16} default {:<{}} {}\n", path, path_width,
+                                 "choice", def, def_width, k.help)
+                  << fmt::format("  {:<{}} one of {}\n", "", path_width, k.type);
       } else {
-        std::cout << fmt::format("  {:<46} {:<16} default {:<10} {}\n", path, k.type, def,
-                                 k.help);
+        std::cout << fmt::format("  {:<{}} {:<16} default {:<{}} {}\n", path, path_width,
+                                 k.type, def, def_width, k.help);
       }
     };
     std::cout << "\nScenario keys:\n";
@@ -41,6 +51,7 @@ void RegisterList(CLI::App& app) {
     // top-level section (sim/scenario/cluster_sections.cc).
     std::cout << "\nPer-pool keys of a P/D cluster (cluster.prefill.* and cluster.decode.*, "
                  "merged over the top-level key):\n";
+    path_width = key_width + pool_prefix.size();
     for (const auto& k : docs) {
       if (k.type == "map") continue;
       const std::string section = k.path.substr(0, k.path.find('.'));
@@ -48,7 +59,7 @@ void RegisterList(CLI::App& app) {
           section != "scheduler" && section != "hardware") {
         continue;
       }
-      print("cluster.{prefill,decode}." + k.path, k);
+      print(pool_prefix + k.path, k);
     }
     std::cout << "\nSweeps (the `sweep:` section; every point is the scenario with these set):\n"
                  "  sweep.KEY.PATH: [v1, v2, ...]              an axis: any scenario key above; "
@@ -57,7 +68,9 @@ void RegisterList(CLI::App& app) {
                  "together (equal lengths)\n"
                  "  --set 'sweep={KEY.PATH: [v1, v2]}'         replace the sweep from the command "
                  "line; --set 'sweep={}' runs one point\n"
-                 "  --set KEY.PATH=v on a swept key           fixes that axis to v (and says so "
+                 "  --set 'sweep.KEY.PATH=[v1, v2]'            set or add one axis, leaving the "
+                 "others\n"
+                 "  --set KEY.PATH=v on a swept key            fixes that axis to v (and says so "
                  "on stderr)\n";
   });
 }

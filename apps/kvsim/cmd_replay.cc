@@ -193,6 +193,12 @@ void RunReplay(const ReplayArgs& a) {
     ReportError(trace.status(), a.json);
     return;
   }
+  // An empty file is bad input, as for `kvsim run`; a file whose every line was skipped
+  // (--skip-bad-lines) reports its count instead.
+  if (trace->size() == 0 && trace->skipped_lines() == 0) {
+    ReportError(Status::Error("bad_trace", a.trace + ": no requests in the trace"), a.json);
+    return;
+  }
   const int64_t sb = cfg->scheduler_block_size();
   // A model's plan may raise the block (hybrid models cover the Mamba page, page sizes are
   // unified): the replay then runs at the plan's block, which the user must hear about.
@@ -322,8 +328,8 @@ void RunReplay(const ReplayArgs& a) {
           r.cpu_blocks_stored, r.cpu_blocks_evicted, r.cpu_blocks_loaded, r.cpu_store_failures,
           r.full_cpu_hits);
     }
-    std::cout << fmt::format("  {:.3g} blocks/s ({} blocks in {:.3f} s)\n", r.blocks_per_s(),
-                             r.blocks, r.seconds);
+    // The replay's speed (blocks_per_s, blocks_per_cpu_s) is in --json only: a wall-clock
+    // figure would make the text output differ from run to run.
   }
 }
 
@@ -343,7 +349,8 @@ void RegisterReplay(CLI::App& app) {
   cmd->add_option("--cache-tokens", args.cache_tokens,
                   "capacity in tokens: num_blocks = T / block + 1");
   cmd->add_option("--concurrency", args.concurrency,
-                  "keep up to N requests allocated, completed first-in first-out");
+                  "keep up to N requests allocated, completed first-in first-out (0, the "
+                  "default: each request is freed before the next, the same as 1)");
   cmd->add_option("--hybrid", args.hybrid,
                   "one full-attention group plus one of mamba-align | mamba-all | swa:W");
   cmd->add_option("--model", args.model, "build the groups from a model preset's plan");

@@ -57,14 +57,17 @@ void RunRun(const RunArgs& a) {
   for (const std::string& note : FixSweptKeys(tree.value(), a.scenario.sets)) {
     std::cerr << "kvsim: note: " << note << "\n";
   }
-  const std::string source = a.scenario.scenario.empty()
-                                 ? std::string("<built-in>/") + kDefaultScenarioPath
-                                 : a.scenario.scenario;
+  const std::string source = ScenarioSource(a.scenario);
   auto points = ExpandSweep(tree.value());
   if (!points.ok()) return (void)ReportError(points.status(), a.json);
   // The first point's scenario catches typos and bad values before anything runs.
   auto first = ParseScenario(points->front().tree, source);
   if (!first.ok()) return (void)ReportError(first.status(), a.json);
+  if (!a.json) {
+    for (const std::string& note : ScenarioNotes(first.value())) {
+      std::cerr << "kvsim: note: " << note << "\n";
+    }
+  }
   const bool many = points->size() > 1;
   const SweepIdentity sweep = IdentifySweep(tree.value(), static_cast<int64_t>(points->size()));
   auto point_options = [&](const SweepPoint& p) {
@@ -119,10 +122,16 @@ void RunRun(const RunArgs& a) {
   std::vector<const PointResult*> ordered;
   for (const auto& [idx, r] : results) ordered.push_back(&r);
   const RunReport report =
-      FormatRun(ordered, {first->name, many, a.json, a.json ? std::string() : a.out_dir});
+      FormatRun(ordered, {first->name, many, a.json, a.json ? std::string() : a.out_dir,
+                          fmt::format("kvsim run: {} — {}", first->name, first->description)});
   if (!report.error.ok()) return (void)ReportError(report.error, a.json);
   std::cerr << report.err;
   std::cout << report.out;
+  if (many && !a.trace.empty() && !a.json) {  // the names the user did not give
+    std::cerr << "kvsim: traces: " << TracePathFor(a.trace, 0, true) << " … "
+              << TracePathFor(a.trace, static_cast<int64_t>(points->size()) - 1, true)
+              << " (one per point)\n";
+  }
   ExitCode() = report.exit_code;
   // An output that could not be written outranks failed points: the numbers are lost.
   for (const auto& [idx, r] : results) {
@@ -139,7 +148,9 @@ void RegisterRun(CLI::App& app) {
              "built-in attention-pack study)");
   AddScenarioArgs(cmd, &args.scenario);
   cmd->add_option("-o,--out", args.out_dir, "write metrics.json and requests.csv here");
-  cmd->add_option("--trace", args.trace, "write a Chrome/Perfetto trace (JSON) here");
+  cmd->add_option("--trace", args.trace,
+                  "write a Chrome/Perfetto trace (JSON) here (FILE.NNNN.json per point for "
+                  "several points)");
   cmd->add_option("--step-log", args.step_log,
                   "write the scheduler's decisions, one JSON record per step (docs/step-log.md; "
                   "FILE.NNNN.jsonl per point for several points; single-engine points)");

@@ -1,6 +1,6 @@
-// kvsim sweep SCENARIO [--set k=v]... [-j N] [--shard K/N|slurm] [-o DIR] [--per-point]
+// kvsim sweep [SCENARIO] [--set k=v]... [-j N] [--shard K/N|slurm] [-o DIR] [--per-point]
 //             [--count] [--force]
-// Runs every point of the scenario's `sweep:` block and writes DIR/sweep.csv (one row per
+// Runs every point of the scenario's (default: the built-in default's) `sweep:` block and writes DIR/sweep.csv (one row per
 // point). Interrupted sweeps resume from DIR's journal when rerun with the same arguments,
 // and a rerun of a finished sweep or shard skips the points already in its CSV;
 // `--shard K/N` runs the points with index % N == K (0-based) into
@@ -39,9 +39,6 @@ struct SweepArgs {
 };
 
 void RunSweepCmd(const SweepArgs& a) {
-  if (a.scenario.scenario.empty()) {
-    return (void)ReportError(Status::Error("bad_args", "sweep: give a scenario file"), false);
-  }
   SweepOptions o;
   o.jobs = a.jobs;
   o.out_dir = a.out_dir;
@@ -67,7 +64,8 @@ void RunSweepCmd(const SweepArgs& a) {
     std::cout << points->size() << "\n";
     return;
   }
-  auto first = ParseScenario(points->front().tree, a.scenario.scenario);
+  const std::string source = ScenarioSource(a.scenario);
+  auto first = ParseScenario(points->front().tree, source);
   if (!first.ok()) return (void)ReportError(first.status(), false);
   if (Status w = CheckWorkload(first->sim.workload); !w.ok()) return (void)ReportError(w, false);
   // DIR reproduces itself (shards of one sweep write the same two files).
@@ -79,7 +77,7 @@ void RunSweepCmd(const SweepArgs& a) {
   }
   SweepTally tally;
   InstallStopHandlers();
-  Status s = RunSweep(tree.value(), a.scenario.scenario, o, std::cerr, &tally);
+  Status s = RunSweep(tree.value(), source, o, std::cerr, &tally);
   if (!s.ok()) return (void)ReportError(s, false);
   if (tally.complete) std::cout << SweepCsvPath(o) << "\n";
   if (!tally.failed.empty()) {

@@ -34,6 +34,8 @@ struct ScenarioArgs {
   std::vector<std::string> sets;    // --set a.b=v
 };
 void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
+// The name errors and outputs give the scenario: its path, or "<built-in>/scenarios/default.yaml".
+std::string ScenarioSource(const ScenarioArgs& args);
 
 // The one validation `kvsim run`, `sweep` and `layout` share, beyond what the scenario loader
 // checks: the plan (planner errors name the key), a pool with at least one usable block,
@@ -41,6 +43,10 @@ void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
 // A P/D scenario's pools are planned by the cluster itself; for it only the workload is
 // checked here.
 Status ValidateScenario(const Scenario& sc);
+// What is legal but likely not meant, one line each for stderr (printed as "kvsim: note: ..."):
+// a KV budget per rank above the GPU's HBM (hardware.hbm_capacity_bytes), which the shipped
+// Mooncake study uses on purpose as a what-if.
+std::vector<std::string> ScenarioNotes(const Scenario& sc);
 
 // Provenance of an output directory: DIR/scenario.resolved.yaml (the scenario tree after
 // includes and --set, with the seed spelled out, so `kvsim run DIR/scenario.resolved.yaml`

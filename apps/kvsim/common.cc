@@ -11,7 +11,10 @@
 #include "apps/kvsim/commands.h"
 #include "apps/kvsim/version.h"
 #include "core/kv_cache_manager.h"
+#include "sim/engine_common.h"
 #include "sim/output_file.h"
+#include "sim/report/plan_report.h"
+#include "sim/scenario/scenario_loader.h"
 #include "sim/workload/i_workload.h"
 #include "sim/sweep/sweep_runner.h"
 
@@ -76,15 +79,22 @@ Status ValidateScenario(const Scenario& sc) {
                          sc.source + ": cache.kv_memory_bytes: the KV cache has no usable "
                                      "blocks; give more memory (or cache.num_gpu_blocks)");
   }
-  // The manager's limits are about the pool's size: name the keys that set it.
-  auto kv = KvCacheManagerConfigFromPlan(plan.value());
-  Status v = kv.ok() ? kv->Validate() : kv.status();
-  if (!v.ok()) {
-    return Status::Error(v.code(), sc.source + ": cache.kv_memory_bytes / cache.num_gpu_blocks: " +
-                                       v.message() + " (the pool has " +
-                                       std::to_string(plan->num_blocks) + " blocks)");
+  // The manager's config as the engine builds it (a pool too large names the key that sized it).
+  auto kv = EngineKvConfig(sc, plan.value());
+  return kv.ok() ? Status::Ok() : kv.status();
+}
+
+std::vector<std::string> ScenarioNotes(const Scenario& sc) {
+  std::vector<std::string> notes;
+  const int64_t hbm = sc.sim.hardware.hbm_capacity_bytes;
+  if (!sc.cluster.enabled && hbm > 0 && sc.cache.kv_memory_bytes > hbm) {
+    notes.push_back(sc.Where("cache.kv_memory_bytes") + ": cache.kv_memory_bytes: " +
+                    HumanBytes(static_cast<double>(sc.cache.kv_memory_bytes)) +
+                    " per rank is more than the GPU's memory (hardware.hbm_capacity_bytes " +
+                    HumanBytes(static_cast<double>(hbm)) + ", " + sc.sim.hardware.name +
+                    "): a what-if, not a configuration that GPU can run");
   }
-  return Status::Ok();
+  return notes;
 }
 
 Status CheckOutDir(const std::string& dir, const std::string& scenario_hash, bool force) {
@@ -159,6 +169,11 @@ void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args) {
                   "scenario YAML file (default: the built-in default scenario)");
   cmd->add_option("--set", args->sets, "override a scenario key: --set cache.block_size=32")
       ->type_name("KEY=VALUE");
+}
+
+std::string ScenarioSource(const ScenarioArgs& args) {
+  return args.scenario.empty() ? std::string("<built-in>/") + kDefaultScenarioPath
+                               : args.scenario;
 }
 
 }  // namespace kvsim::cli

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace kvsim {
@@ -142,6 +143,14 @@ int64_t ConfigReader::Int(const std::string& key, int64_t def, const std::string
   if (!n) return def;
   int64_t v = 0;
   if (!n->is_scalar() || !ParseInt(n->scalar, &v)) {
+    // Digits that do not fit 64 bits are an integer, only too large: say so.
+    const std::string& t = n->scalar;
+    const size_t start = !t.empty() && (t[0] == '+' || t[0] == '-') ? 1 : 0;
+    if (n->is_scalar() && start < t.size() &&
+        t.find_first_not_of("0123456789", start) == std::string::npos) {
+      Error(key, "bad_value", t + " is out of range: too large for a 64-bit integer");
+      return def;
+    }
     WrongType(key, *n, "an integer");
     return def;
   }
@@ -222,7 +231,9 @@ int64_t ConfigReader::Bytes(const std::string& key, int64_t def, const std::stri
 
 double ConfigReader::Double(const std::string& key, double def, const std::string& help,
                             double min, double max) {
-  const ConfigNode* n = Get(key, "float", std::to_string(def), help);
+  char def_text[32];  // "512", "0.5": as a user writes it, not std::to_string's "512.000000"
+  std::snprintf(def_text, sizeof def_text, "%g", def);
+  const ConfigNode* n = Get(key, "float", def_text, help);
   if (!n) return def;
   char* end = nullptr;
   const double v = n->is_scalar() ? std::strtod(n->scalar.c_str(), &end) : 0;
@@ -232,8 +243,20 @@ double ConfigReader::Double(const std::string& key, double def, const std::strin
     return def;
   }
   if (v < min || v > max) {
-    Error(key, "bad_value", n->scalar + " is out of range [" + std::to_string(min) + ", " +
-                                std::to_string(max) + "]");
+    // A tiny positive minimum is how the schema says "above 0": say so, not "[0.000000, inf]"
+    // (which reads as if 0 were allowed).
+    auto num = [](double x) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", x);
+      return std::string(buf);
+    };
+    const bool above_zero = min > 0 && min <= 1e-6;
+    const std::string low = above_zero ? "> 0" : "at least " + num(min);
+    std::string range = std::isinf(max) ? low
+                        : std::isinf(min) ? "at most " + num(max)
+                        : above_zero      ? "> 0 and at most " + num(max)
+                                          : "between " + num(min) + " and " + num(max);
+    Error(key, "bad_value", n->scalar + " is out of range: must be " + range);
     return def;
   }
   return v;
@@ -383,10 +406,21 @@ void ConfigReader::Finish() {
     const std::string& k = node_->map[i].first;
     if (requested_.count(k)) continue;
     const std::string near = ClosestMatch(k, known);
+    // "cache.block_size: 32" in a file: dotted paths are the --set and sweep: spelling.
+    std::string nest;
+    if (k.find('.') != std::string::npos && k.front() != '.' && k.back() != '.') {
+      std::string nested = k, close;
+      for (size_t d = nested.find('.'); d != std::string::npos; d = nested.find('.', d)) {
+        nested.replace(d, 1, ": {");
+        close += "}";
+      }
+      nest = " (a dotted key path is for --set and sweep:; in a file, nest it: " + nested +
+             ": ..." + close + ")";
+    }
     errors_->list.push_back(
         {"unknown_key",
          node_->key_pos[i].ToString() + ": " + KeyPath(k) + ": unknown key" +
-             (near.empty() ? "" : " (did you mean " + KeyPath(near) + "?)"),
+             (near.empty() ? nest : " (did you mean " + KeyPath(near) + "?)"),
          KeyPath(k), near.empty() ? "" : KeyPath(near)});
   }
 }

@@ -84,6 +84,21 @@ Status ApplyOverride(ConfigNode& root, const std::string& assignment) {
   if (!node->is_map()) node->kind = ConfigNode::Kind::kMap;
   size_t start = 0;
   const SourcePos pos{"--set " + path, 0};
+  // Keys of the sweep: section are dotted paths themselves (`cache.block_size: [16, 64]`), so
+  // `--set sweep.cache.block_size=[16,64]` sets that one axis.
+  if (path.rfind("sweep.", 0) == 0 && path.size() > 6) {
+    ConfigNode* sweep = node->Find("sweep");
+    if (!sweep || !sweep->is_map()) {
+      ConfigNode m;
+      m.kind = ConfigNode::Kind::kMap;
+      m.pos = pos;
+      sweep = &node->Set("sweep", std::move(m), pos);
+    }
+    ConfigNode v = value.value();
+    v.pos = pos;
+    sweep->Set(path.substr(6), std::move(v), pos);
+    return Status::Ok();
+  }
   while (true) {
     const auto dot = path.find('.', start);
     const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);

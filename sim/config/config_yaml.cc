@@ -206,9 +206,22 @@ Result<ConfigNode> ParseYaml(const std::string& text, const std::string& name) {
     }
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
+    // yaml-cpp names the symptom ("illegal map value"); a tab in the indentation of the line
+    // is the usual cause, so say so.
+    std::string hint;
+    if (e.mark.line >= 0) {
+      std::istringstream lines(text);
+      std::string l;
+      for (int i = 0; i <= e.mark.line && std::getline(lines, l); ++i) {
+      }
+      const std::string indent = l.substr(0, l.find_first_not_of(" \t"));
+      if (indent.find('\t') != std::string::npos) {
+        hint = " (this line is indented with a tab; YAML indents with spaces only)";
+      }
+    }
     return Status::Error("bad_yaml", name + ":" + std::to_string(e.mark.line + 1) + ":" +
                                          std::to_string(e.mark.column + 1) +
-                                         ": malformed YAML: " + e.msg);
+                                         ": malformed YAML: " + e.msg + hint);
   }
   ConfigNode out;
   Status s = Convert(root, name, "", &out);

@@ -81,9 +81,12 @@ class EngineSimulation : public Simulation {
     std::string out = fmt::format("kvsim run: {} — {}\n", s.name, s.description);
     out += fmt::format("  model {} (TP {}), hardware {} [{}], seed {}\n", s.model.name, s.cache.tp,
                        s.sim.hardware.name, s.sim.hardware_source, s.seed);
-    out += fmt::format("  budget {} tokens / {} seqs, KV memory {:.1f} GiB\n",
+    // Under 1 GiB in MiB: a 4 MiB budget printed as "0.0 GiB" read as none at all.
+    const double kv = static_cast<double>(s.cache.kv_memory_bytes);
+    out += fmt::format("  budget {} tokens / {} seqs, KV memory {}\n",
                        s.scheduler.max_num_batched_tokens, s.scheduler.max_num_seqs,
-                       static_cast<double>(s.cache.kv_memory_bytes) / (1 << 30));
+                       kv >= (1 << 30) || kv == 0 ? fmt::format("{:.1f} GiB", kv / (1 << 30))
+                                                  : fmt::format("{:.1f} MiB", kv / (1 << 20)));
     out += "  workload " + Workload() + "\n";
     return out;
   }

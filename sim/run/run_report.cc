@@ -126,6 +126,11 @@ RunReport FormatRun(const std::vector<const PointResult*>& results, const RunRep
       if (r->status.ok()) out += r->report;
     }
   } else if (only_reports) {
+    const auto ok = std::find_if(results.begin(), results.end(),
+                                 [](const PointResult* r) { return r->status.ok(); });
+    if (!o.title.empty() && ok != results.end()) {
+      out += o.title + "\n  workload " + (*ok)->workload + "\n\n";
+    }
     out += Tables(results, o, nullptr);
   } else {
     const TableLayout* like = nullptr;

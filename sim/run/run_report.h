@@ -26,6 +26,9 @@ struct RunReportOptions {
   bool many = false;          // several points: rows are labelled by their sweep values
   bool json = false;
   std::string out_dir;  // non-empty: the last line says where the outputs are
+  // "kvsim run: NAME — DESCRIPTION": heads a table of P/D points with the workload line, as
+  // an engine point's report heads the engine table (empty: no header).
+  std::string title;
 };
 
 struct RunReport {

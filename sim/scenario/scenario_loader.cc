@@ -51,6 +51,10 @@ Result<ConfigNode> LoadWithIncludes(const std::string& path, int depth,
     return Status::Error("include_cycle", path + ": includes nested deeper than " +
                                               std::to_string(kMaxIncludeDepth) + " levels");
   }
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    return Status::Error("missing_file", path + ": is a directory, not a scenario file");
+  }
   auto text = ReadFile(path);
   if (!text) return Status::Error("missing_file", path + ": no such scenario file");
   if (std::find(stack.begin(), stack.end(), text->name) != stack.end()) {

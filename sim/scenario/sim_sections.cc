@@ -35,13 +35,14 @@ std::string ResolveRelative(const std::string& path, const SourcePos& pos) {
   return path;
 }
 
+// `unit` names what the numbers count ("tokens", "turns") in `kvsim list`.
 LengthDist ParseLength(ConfigReader& parent, const std::string& key, const LengthDist& def,
-                       const std::string& help) {
+                       const std::string& help, const std::string& unit = "tokens") {
   LengthDist d = def;
   ConfigReader r = parent.Map(key, help + ": {dist, mean, cv, min, max}");
   d.dist = r.Choice("dist", def.dist, {"fixed", "uniform", "exponential", "lognormal", "normal"},
                     "distribution; uniform draws from [min, max]");
-  d.mean = r.Double("mean", def.mean, "mean tokens", 0);
+  d.mean = r.Double("mean", def.mean, "mean " + unit, 0);
   d.cv = r.Double("cv", def.cv, "coefficient of variation (lognormal, normal)", 0, 100);
   d.min = r.Int("min", def.min, "smallest value (draws are clamped)", 0);
   d.max = r.Int("max", def.max, "largest value (draws are clamped)", 1);
@@ -306,7 +307,7 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
   sp.Finish();
   if (w.kind == "multi_turn" || all) {
     ConfigReader m = r.Map("multi_turn", "sessions: each turn extends the conversation so far");
-    w.multi_turn.turns = ParseLength(m, "turns", w.multi_turn.turns, "turns per session");
+    w.multi_turn.turns = ParseLength(m, "turns", w.multi_turn.turns, "turns per session", "turns");
     w.multi_turn.think_time_s =
         m.Double("think_time_s", w.multi_turn.think_time_s, "mean think time, s", 0);
     m.Finish();

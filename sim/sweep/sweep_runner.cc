@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -427,7 +429,7 @@ Status MergeSweepCsvs(const std::vector<std::string>& inputs, const std::string&
   std::map<int64_t, std::string> rows;
   for (const auto& in : inputs) {
     std::ifstream f(in, std::ios::binary);
-    if (!f) return Status::Error("missing_file", in + ": cannot read");
+    if (!f) return Status::Error("missing_file", in + ": cannot read: " + std::strerror(errno));
     std::string line;
     int64_t lineno = 0;
     while (std::getline(f, line)) {

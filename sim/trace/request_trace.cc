@@ -210,7 +210,12 @@ Result<RequestTrace> RequestTrace::Parse(std::string_view text, const std::strin
     const size_t tok_mark = t.tokens_.size(), hash_mark = t.hash_ids_.size();
     auto fail = [&](std::string m) { err = std::move(m); };
     if (j.is_discarded()) {
-      fail("not valid JSON");
+      // The Azure CSV's header: a user gave the run-only format to a JSONL reader.
+      fail(line_no == 1 && line.rfind("TIMESTAMP,", 0) == 0
+               ? "not valid JSON: this looks like an Azure CSV trace; traces here are JSONL "
+                 "({\"tokens\": [...]} or Mooncake {\"hash_ids\": [...]} lines), and an Azure "
+                 "CSV has no prompt content to hit on (kvsim run reads it for arrivals)"
+               : "not valid JSON");
     } else if (!j.is_object()) {
       fail("expected a JSON object");
     } else {

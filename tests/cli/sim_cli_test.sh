@@ -21,7 +21,7 @@ check "run missing hardware file" 2 "$kvsim" run --set hardware.file=/nonexisten
 check "run missing required trace" 2 "$kvsim" run "$root/scenarios/mooncake_block_capacity.yaml" \
   --set workload.trace.path=/nonexistent.jsonl
 check "run bad zip" 2 "$kvsim" run --set "sweep={zip: [{a: [1, 2], b: [1]}]}"
-check "sweep without a file" 2 "$kvsim" sweep
+check "sweep without a file sweeps the built-in default" 0 "$kvsim" sweep --count
 check "sweep bad shard" 2 "$kvsim" sweep "$root/scenarios/default.yaml" --shard 3/2
 check "merge missing input" 2 "$kvsim" merge "$work/m.csv" /nonexistent.csv
 printf 'point,a,status\n0,1,ok\n' > "$work/s0.csv"

@@ -122,5 +122,25 @@ TEST_CASE("run report: every point failed is one error; a failed point is a row 
   CHECK(none.error.code() == "bad");
 }
 
+// Newcomer audit (a)#27: a P/D sweep's table had no header (an engine sweep's has the
+// scenario's name, description and workload above it).
+TEST_CASE("run report: a P/D sweep's table is headed by the scenario and its workload") {
+  std::vector<PointResult> pts(2);
+  for (size_t i = 0; i < pts.size(); ++i) {
+    pts[i].index = static_cast<int64_t>(i);
+    pts[i].labels = {{"cluster.prefill.count", std::to_string(i + 1)}};
+    pts[i].kind = &ClusterKind();
+    for (const MetricInfo& c : ClusterKind().columns) pts[i].metrics.Add(c.name, c.unit, 1.0);
+    pts[i].report = "P/D cluster: setup of point " + std::to_string(i) + "\n";
+    pts[i].workload = "shared_prefix: 20 requests";
+  }
+  RunReportOptions o{"pd", true, false, ""};
+  o.title = "kvsim run: pd — a P/D study";
+  const RunReport r = FormatRun({&pts[0], &pts[1]}, o);
+  CHECK(r.out.rfind("kvsim run: pd — a P/D study\n  workload shared_prefix: 20 requests\n\n", 0) ==
+        0);
+  CHECK(r.out.find("cluster.prefill.count=2") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvsim

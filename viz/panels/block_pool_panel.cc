@@ -156,13 +156,15 @@ void BlockPoolPanel::DrawScrubber() {
   const KvCacheManager& m = replay_->manager();
   ImGui::Text(
       "request %lld: %s prompt tokens, %s hit (%.1f%%)%s  |  pool: %s blocks, %s free, "
-      "%s cached, usage %.1f%%, %lld live requests  |  cumulative hit rate %.1f%%",
+      "%s cached, usage %.1f%%, %lld live requests  |  cumulative hit rate %.1f%%%s",
       static_cast<long long>(time_), WithCommas(s.prompt_tokens).c_str(),
       WithCommas(s.hit_tokens).c_str(),
       s.prompt_tokens ? 100.0 * s.hit_tokens / s.prompt_tokens : 0.0, s.served ? "" : " NOT SERVED",
       WithCommas(m.config().num_blocks).c_str(), WithCommas(m.num_free_blocks()).c_str(),
       WithCommas(m.pool().num_cached_blocks()).c_str(), 100.0 * s.usage,
-      static_cast<long long>(s.live_requests), 100.0 * s.cumulative_hit_rate);
+      static_cast<long long>(s.live_requests), 100.0 * s.cumulative_hit_rate,
+      // A pool without prefix caching (a P/D prefill pool, often) hits 0 % by design.
+      m.config().enable_caching ? "" : "  |  prefix caching off");
 }
 
 Rgba BlockPoolPanel::BlockColour(BlockId b, bool* hit) const {

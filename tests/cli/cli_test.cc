@@ -1,0 +1,164 @@
+// The kvsim CLI as a user runs it, for the newcomer audit's findings about what the commands
+// print and how they exit (shared reports/newcomer-audit.md): help and behaviour agree, and a
+// message says what happened in a user's words. Runs the built binary (KVSIM_BIN).
+#include <sys/wait.h>
+
+#include <stdlib.h>
+
+#include <array>
+#include <catch2/catch_test_macros.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "kernels/device.h"
+
+namespace kvsim {
+namespace {
+
+struct Ran {
+  int rc = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Ran Run(const std::string& command) {
+  Ran r;
+  const std::string cmd = command + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+Ran Kvsim(const std::string& args) { return Run(std::string(KVSIM_BIN) + " " + args); }
+
+// A fresh directory for one test's files.
+const char* testing_tmpdir() {
+  static std::string dir;
+  char tmpl[] = "/tmp/kvsim_cli_test.XXXXXX";
+  dir = ::mkdtemp(tmpl) != nullptr ? tmpl : "/tmp";
+  return dir.c_str();
+}
+
+bool Contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+// (a)#12, (b)#103: `kvsim sweep --help` says the scenario defaults to the built-in one, and the
+// command said "sweep: give a scenario file" (exit 2).
+TEST_CASE("cli: kvsim sweep without a scenario sweeps the built-in default", "[cli]") {
+  const Ran help = Kvsim("sweep --help");
+  REQUIRE(help.rc == 0);
+  REQUIRE(Contains(help.out, "default: the built-in default scenario"));
+  const Ran count = Kvsim("sweep --count");
+  CHECK(count.rc == 0);
+  CHECK(count.out == "4\n");  // scenarios/default.yaml's four pack sizes
+}
+
+// (a)#26: without a GPU the message read like a driver problem and did not mention --host.
+TEST_CASE("cli: kvsim gpu-validate without a device says so and points at --host", "[cli]") {
+  if (kernels::QueryDevice().available) SKIP("a CUDA device is present");
+  const Ran r = Kvsim("gpu-validate");
+  CHECK(r.rc == 3);
+  CHECK(Contains(r.out, "no CUDA device found; --host runs the same checks on the host "
+                        "references"));
+  if (kernels::BuiltWithCuda()) {
+    // The CUDA error is the detail, not the headline.
+    CHECK(Contains(r.out, "\n  (cudaGetDeviceCount"));
+  }
+}
+
+// (b)#51: an empty trace: replay printed "0 requests ... hit rate 0.0000" (exit 0) where
+// `kvsim run` says "no requests in the trace" (exit 2).
+TEST_CASE("cli: kvsim replay of an empty trace is bad input, as for run", "[cli]") {
+  const Ran r = Kvsim("replay /dev/null --block-size 16 --num-blocks 100");
+  CHECK(r.rc == 2);
+  CHECK(Contains(r.out, "/dev/null: no requests in the trace"));
+}
+
+// (a)#18: the replay transcript in the README has no wall-clock line (it cannot match).
+TEST_CASE("cli: kvsim replay's text output is the README's, without a timing line", "[cli]") {
+  const Ran r = Kvsim(std::string("replay ") + KVSIM_SOURCE_DIR +
+                      "/scenarios/traces/sample_tokens.jsonl --block-size 16 --num-blocks 200");
+  CHECK(r.rc == 0);
+  CHECK(Contains(r.out, "  prompt tokens 38292  hit tokens 28944  hit rate 0.7559\n"));
+  CHECK_FALSE(Contains(r.out, "blocks/s"));
+}
+
+// (b)#96: merge of a missing shard said "cannot read" without the reason.
+TEST_CASE("cli: kvsim merge names why an input cannot be read", "[cli]") {
+  const Ran r = Kvsim("merge /dev/null/out.csv /nonexistent/shard.csv");
+  CHECK(r.rc == 2);
+  CHECK(Contains(r.out, "/nonexistent/shard.csv: cannot read: No such file or directory"));
+}
+
+// (a)#10: --trace on a sweep writes FILE.NNNN.json per point, which neither --help nor the
+// output said.
+TEST_CASE("cli: kvsim run --trace on several points names the files it writes", "[cli]") {
+  CHECK(Contains(Kvsim("run --help").out, "FILE.NNNN.json per point"));
+  const std::string dir = testing_tmpdir();
+  const Ran r = Kvsim("run --set workload.num_requests=5 --trace " + dir + "/t.json");
+  CHECK(r.rc == 0);
+  CHECK(Contains(r.out, "kvsim: traces: " + dir + "/t.0000.json … " + dir +
+                            "/t.0003.json (one per point)"));
+  CHECK(std::filesystem::exists(dir + "/t.0003.json"));
+  std::filesystem::remove_all(dir);
+}
+
+// (a)#2: a 4 MiB KV budget was printed as "KV memory 0.0 GiB" in the run's header.
+TEST_CASE("cli: kvsim run prints a KV budget under 1 GiB in MiB", "[cli]") {
+  const Ran r = Kvsim("run --set sweep={} --set workload.num_requests=5 "
+                      "--set cache.kv_memory_bytes=22MiB");
+  CHECK(Contains(r.out, "KV memory 22.0 MiB"));
+  CHECK_FALSE(Contains(r.out, "KV memory 0.0 GiB"));
+}
+
+// (a)#24, (b)#47: 500 GiB of KV per rank on an 80 GB H100 was accepted without a word.
+TEST_CASE("cli: a KV budget above the GPU's memory gets a note", "[cli]") {
+  const Ran big = Kvsim("layout --set cache.kv_memory_bytes=500GiB");
+  CHECK(big.rc == 0);  // a what-if is legal (the Mooncake study uses 1 TiB on purpose)
+  CHECK(Contains(big.out, "kvsim: note: --set cache.kv_memory_bytes: cache.kv_memory_bytes: "
+                          "500.00 GiB per rank is more than the GPU's memory"));
+  CHECK_FALSE(Contains(Kvsim("layout").out, "more than the GPU's memory"));
+}
+
+// (a)#15: plot_sweep.py on a P/D sweep CSV stopped with "no column prefix_hit_rate" (P/D rows
+// name the hit rates and the output rate differently), without listing the columns.
+TEST_CASE("cli: plot_sweep.py plots a P/D sweep CSV with its defaults", "[cli]") {
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) {
+    SKIP("no /usr/bin/python3 with matplotlib");
+  }
+  const std::string dir = std::string(testing_tmpdir());
+  const std::string csv = dir + "/pd_sweep.csv";
+  {
+    std::ofstream f(csv);
+    f << "point,cluster.prefill.count,cluster.decode.count,cluster.topology.nic_gbytes_per_s,"
+         "status,ttft_mean_ms,tpot_mean_ms,output_tok_per_s,prefill_hit_rate,decode_hit_rate,"
+         "sweep_id,sweep_points\n";
+    int point = 0;
+    for (int p : {1, 3}) {
+      for (int nic : {5, 25}) {
+        f << point++ << "," << p << "," << 4 - p << "," << nic << ",ok,100,10,400,0,0.1,x,4\n";
+      }
+    }
+  }
+  const std::string plot = std::string("/usr/bin/python3 ") + KVSIM_SOURCE_DIR +
+                           "/viz/plot_sweep.py " + csv + " -o " + dir + "/pd_sweep.png 2>&1";
+  CHECK(std::system(plot.c_str()) == 0);
+  CHECK(std::filesystem::exists(dir + "/pd_sweep.png"));
+  // An unknown metric names the columns there are.
+  const Ran bad = Run(std::string("/usr/bin/python3 ") + KVSIM_SOURCE_DIR +
+                      "/viz/plot_sweep.py " + csv + " --metrics prefix_hit_rate -o /dev/null");
+  CHECK(bad.rc == 1);
+  CHECK(Contains(bad.out, "columns: ttft_mean_ms, tpot_mean_ms, output_tok_per_s"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kvsim
