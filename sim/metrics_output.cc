@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "sim/output_file.h"
 #include "sim/strong_id_format.h"
@@ -108,6 +110,31 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
                        r.prompt_tokens, r.output_tokens, r.cached_tokens, r.preemptions, status);
   }
   return WriteFileAtomically(dir + "/requests.csv", csv);
+}
+
+std::string DescribeOverload(std::span<const RequestRecord> records) {
+  std::vector<const RequestRecord*> served;
+  for (const RequestRecord& r : records)
+    if (!r.rejected && r.first_scheduled >= 0) served.push_back(&r);
+  if (served.size() < 40) return "";
+  std::stable_sort(
+      served.begin(), served.end(),
+      [](const RequestRecord* a, const RequestRecord* b) { return a->arrival < b->arrival; });
+  const size_t quarter = served.size() / 4;
+  auto mean_wait_s = [&](size_t from) {
+    double sum = 0;
+    for (size_t i = from; i < from + quarter; ++i)
+      sum += static_cast<double>(served[i]->first_scheduled - served[i]->arrival);
+    return sum / static_cast<double>(quarter) / static_cast<double>(kTicksPerSecond);
+  };
+  const double first = mean_wait_s(0);
+  const double last = mean_wait_s(served.size() - quarter);
+  if (last <= 1.0 || last <= 4.0 * first) return "";
+  return fmt::format(
+      "the queue grew through the run: the last quarter of the requests waited {:.1f} s on "
+      "average before their first step, the first quarter {:.2f} s; the arrivals exceed what "
+      "the engine serves, so TTFT measures the backlog",
+      last, first);
 }
 
 std::string DescribeRejections(const Engine& e) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <span>
 #include <string>
 
 #include "core/status.h"
@@ -26,5 +27,12 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
 // budget with chunked prefill off); the reasons are told apart from the scenario here, so
 // the engine only records the fact.
 std::string DescribeRejections(const Engine& e);
+
+// An overload note for the reader of the table: "" unless the queue grew through the run.
+// Of the requests that were scheduled, taken in arrival order, the last quarter waited (first
+// scheduled − arrival) on average more than 1 s and more than 4× the first quarter's wait
+// (at least 40 such requests). Then TTFT measures the backlog, not the engine: the arrivals
+// exceed what it serves. `records` as Metrics keeps them.
+std::string DescribeOverload(std::span<const RequestRecord> records);
 
 }  // namespace kvsim

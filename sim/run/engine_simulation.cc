@@ -97,6 +97,7 @@ class EngineSimulation : public Simulation {
     return w;
   }
   std::string Rejections() const override { return DescribeRejections(*e_); }
+  std::string Overload() const override { return DescribeOverload(e_->metrics().records()); }
   std::string SummaryJson() const override {
     return SummaryToJson(summary_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }

@@ -116,6 +116,7 @@ PointResult RunPoint(int64_t index, const Labels& labels, const ConfigNode& tree
   r.workload = sim.Workload();
   r.report = sim.Report();
   r.rejections = sim.Rejections();
+  r.overload = sim.Overload();
   r.summary_json = sim.SummaryJson();
   r.reference = sim.CompareWithReference();
   if (!options.out_dir.empty()) {

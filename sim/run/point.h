@@ -36,6 +36,7 @@ struct PointResult {
   std::string workload;      // the workload's one-line description (and any fallback note)
   std::string report;        // Simulation::Report()
   std::string rejections;    // "" when no request was rejected
+  std::string overload;      // "" unless the queue grew through the run
   std::string summary_json;  // the kind's full summary, JSON text
   std::optional<ReferenceComparison> reference;
 

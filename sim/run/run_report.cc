@@ -99,6 +99,10 @@ RunReport FormatRun(const std::vector<const PointResult*>& results, const RunRep
       ++failed;
       continue;
     }
+    if (!r->overload.empty()) {
+      rep.err +=
+          "kvsim: warning: " + (o.many ? LabelOf(r->labels) + ": " : "") + r->overload + "\n";
+    }
     if (!r->rejections.empty()) {
       rep.err +=
           "kvsim: warning: " + (o.many ? LabelOf(r->labels) + ": " : "") + r->rejections + "\n";

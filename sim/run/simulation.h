@@ -81,6 +81,8 @@ class Simulation {
   virtual std::string Workload() const = 0;
   // "" when no request was rejected, else "R of N requests rejected: why".
   virtual std::string Rejections() const = 0;
+  // "" unless the queue grew through the run (arrivals beyond what was served), else why.
+  virtual std::string Overload() const { return ""; }
   // The full summary (metrics.json's "summary") as JSON text.
   virtual std::string SummaryJson() const = 0;
   // Simulated against measured, when the scenario reproduces a measured run.
