@@ -158,7 +158,8 @@ const SimulationKind& ClusterKind() {
                  {"decode_kv_usage_max", "fraction"},
                  {"prefill_preemptions", "count"},
                  {"decode_preemptions", "count"}};
-    // The TTFT split, throughput and the busiest link's utilisation in percent.
+    // The TTFT split, throughput, the busiest link's utilisation and the prefill and decode
+    // pools' prefix hit rates, in percent.
     k.table.indent = 0;
     k.table.gap = 1;
     k.table.columns = {
@@ -170,6 +171,8 @@ const SimulationKind& ClusterKind() {
         {"1st dec", "first_decode_mean_ms", 9, 1, 1, "", false},
         {"tok/s", "output_tok_per_s", 8, 0, 1, "", false},
         {"link %", "max_link_utilisation", 7, 1, 100, "", false},
+        {"P hit %", "prefill_hit_rate", 8, 1, 100, "", false},
+        {"D hit %", "decode_hit_rate", 8, 1, 100, "", false},
     };
     k.presentation = SimulationKind::Presentation::kReportOrTable;
     return k;

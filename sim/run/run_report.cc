@@ -68,7 +68,7 @@ std::string Tables(const std::vector<const PointResult*>& results, const RunRepo
     for (const PointResult* r : results) {
       if ((r->kind ? r->kind : order.front()) != k) continue;
       TableRow row;
-      row.label = o.many ? LabelOf(r->labels) : o.scenario_name;
+      row.label = o.many ? ShortLabelOf(r->labels) : o.scenario_name;
       if (r->status.ok()) {
         row.metrics = &r->metrics;
         row.measured = r->measured();

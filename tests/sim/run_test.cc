@@ -123,7 +123,8 @@ TEST_CASE("run report: every point failed is one error; a failed point is a row 
 }
 
 // Newcomer audit (a)#27: a P/D sweep's table had no header (an engine sweep's has the
-// scenario's name, description and workload above it).
+// scenario's name, description and workload above it), was about 170 columns wide and had
+// no prefix-hit columns.
 TEST_CASE("run report: a P/D sweep's table is headed by the scenario and its workload") {
   std::vector<PointResult> pts(2);
   for (size_t i = 0; i < pts.size(); ++i) {
@@ -139,7 +140,12 @@ TEST_CASE("run report: a P/D sweep's table is headed by the scenario and its wor
   const RunReport r = FormatRun({&pts[0], &pts[1]}, o);
   CHECK(r.out.rfind("kvsim run: pd — a P/D study\n  workload shared_prefix: 20 requests\n\n", 0) ==
         0);
-  CHECK(r.out.find("cluster.prefill.count=2") != std::string::npos);
+  // Rows are labelled without the cluster. prefix (the table stays narrow), and the pools'
+  // hit rates are columns (1.0 → 100.0 %).
+  CHECK(r.out.find("\nprefill.count=2 ") != std::string::npos);
+  CHECK(r.out.find("cluster.prefill.count") == std::string::npos);
+  CHECK(r.out.find("P hit %  D hit %") != std::string::npos);
+  CHECK(r.out.find("   100.0    100.0\n") != std::string::npos);
 }
 
 }  // namespace
