@@ -27,6 +27,36 @@ Result<RequestTrace> LoadTrace(const std::string& path) {
   return RequestTrace::ReadFile(path);
 }
 
+RequestTrace DemoTrace(int64_t block_tokens) {
+  constexpr int kSessions = 4, kTurns = 6;
+  const int64_t n = std::max<int64_t>(1, block_tokens);
+  RequestTrace trace;
+  std::vector<TokenId> prompt;
+  for (int turn = 0; turn < kTurns; ++turn) {
+    for (int s = 0; s < kSessions; ++s) {
+      prompt.clear();
+      for (int64_t i = 0; i < 2 * n; ++i) prompt.push_back(static_cast<TokenId>(100000 + i));
+      for (int64_t i = 0; i < turn * n; ++i) {  // this session's earlier turns
+        prompt.push_back(static_cast<TokenId>(10000000 * (s + 1) + i));
+      }
+      for (int64_t i = 0; i < n / 2 + 1; ++i) {  // this turn's own question
+        prompt.push_back(static_cast<TokenId>(90000000 + 1000000 * (turn * kSessions + s) + i));
+      }
+      trace.AddTokens("s" + std::to_string(s) + "t" + std::to_string(turn), prompt);
+    }
+  }
+  return trace;
+}
+
+std::string DefaultTrace(const std::string& cli_trace) {
+  return cli_trace.empty() ? std::string(kDemoTraceName) : cli_trace;
+}
+
+std::string TraceFileName(const std::string& path) {
+  const size_t slash = path.find_last_of("/\\");
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 Result<std::unique_ptr<PoolReplay>> PoolReplay::Create(RequestTrace trace,
                                                        const KvCacheManagerConfig& config,
                                                        const PoolReplayOptions& options) {

@@ -95,4 +95,21 @@ std::vector<std::string> EmbeddedTraceNames();
 // A trace from disk, or from the embedded copies when `path` names one of them.
 Result<RequestTrace> LoadTrace(const std::string& path);
 
+// The Block pool panel's built-in demo: a trace made for the plan on show, so that it hits
+// at any block size. The shipped samples share at most 512 tokens between requests (the
+// Mooncake head60 one block of 512; the token samples are shorter than a block), so at the
+// default plan's 1056-token block every request of them hits 0 %.
+inline constexpr char kDemoTraceName[] = "demo: sessions sharing a system prompt";
+// kSessions multi-turn sessions, interleaved, all opening with the same 2-block system prompt;
+// turn t of a session repeats its previous turns' blocks (t of them) and adds a half block of
+// its own. Every request after the first hits the system prompt; later turns hit their
+// history too.
+RequestTrace DemoTrace(int64_t block_tokens);
+
+// The trace the Block pool panel replays first: `cli_trace` (--trace) when given, else the
+// demo (kDemoTraceName).
+std::string DefaultTrace(const std::string& cli_trace);
+// The file name of a trace path ("sample_tokens.jsonl"), for boxes too narrow for the path.
+std::string TraceFileName(const std::string& path);
+
 }  // namespace kvsim::viz

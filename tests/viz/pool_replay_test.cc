@@ -106,5 +106,41 @@ TEST_CASE("a missing trace is an error, and the built-in traces are listed") {
   CHECK(names.size() >= 2);
 }
 
+// Audit finding #20: the default demo replayed the Mooncake sample, which shares at most one
+// 512-token block between requests, so at the default plan's 1056-token block the hit-rate
+// chart was a flat zero. The default is now a demo built for the plan's block size.
+TEST_CASE("the default trace hits on the default plan; --trace overrides it") {
+  CHECK(DefaultTrace("") == kDemoTraceName);
+  CHECK(DefaultTrace("my/trace.jsonl") == "my/trace.jsonl");
+  auto m = PlanModel::Load("", {});
+  REQUIRE(m.ok());
+  REQUIRE(m->ok());
+  const int64_t block = m->plan().attn_block_size;
+  REQUIRE(block == 1056);
+  auto c = KvCacheManagerConfigFromPlan(m->plan());
+  REQUIRE(c.ok());
+  auto r = PoolReplay::Create(DemoTrace(block), c.value(), PoolReplayOptions{});
+  REQUIRE(r.ok());
+  const auto& steps = r.value()->steps();
+  REQUIRE(steps.size() > 4);
+  CHECK(steps.front().hit_tokens == 0);
+  for (size_t i = 1; i < steps.size(); ++i) {
+    INFO("request " << i);
+    CHECK(steps[i].hit_tokens >= 2 * block);  // the shared system prompt at least
+  }
+  CHECK(steps.back().cumulative_hit_rate > 0.5);
+  // The same demo hits at a small block too.
+  const RequestTrace small = DemoTrace(16);
+  CHECK(small.size() == steps.size());
+}
+
+TEST_CASE("trace boxes name the file; the full path stays for the tooltip") {
+  CHECK(TraceFileName("scenarios/traces/mooncake_conversation_head60.jsonl") ==
+        "mooncake_conversation_head60.jsonl");
+  CHECK(TraceFileName("C:\\traces\\t.jsonl") == "t.jsonl");
+  CHECK(TraceFileName("plain.jsonl") == "plain.jsonl");
+  CHECK(TraceFileName(kDemoTraceName) == kDemoTraceName);
+}
+
 }  // namespace
 }  // namespace kvsim::viz

@@ -31,14 +31,8 @@ void BlockPoolPanel::Draw(ViewerContext& ctx) {
   }
   if (trace_names_.empty()) {
     trace_names_ = EmbeddedTraceNames();
-    if (!ctx.trace.empty()) std::strncpy(path_, ctx.trace.c_str(), sizeof path_ - 1);
-    for (const auto& n : trace_names_) {
-      if (!path_[0] && n.find("mooncake") != std::string::npos) {
-        std::strncpy(path_, n.c_str(), sizeof path_ - 1);
-      }
-    }
-    if (!path_[0] && !trace_names_.empty())
-      std::strncpy(path_, trace_names_[0].c_str(), sizeof path_ - 1);
+    trace_names_.insert(trace_names_.begin(), kDemoTraceName);
+    std::strncpy(path_, DefaultTrace(ctx.trace).c_str(), sizeof path_ - 1);
   }
   DrawControls(pm);
   if (!error_.empty()) {
@@ -58,16 +52,24 @@ void BlockPoolPanel::Draw(ViewerContext& ctx) {
 }
 
 void BlockPoolPanel::DrawControls(PlanModel& pm) {
+  // The combo names the file (paths share the "scenarios/traces/" prefix and would clip);
+  // the text box is as wide as the path, within limits; both show the full path on hover.
   ImGui::PushItemWidth(300);
-  if (ImGui::BeginCombo("##trace", path_)) {
+  if (ImGui::BeginCombo("##trace", TraceFileName(path_).c_str())) {
     for (const auto& n : trace_names_) {
-      if (ImGui::Selectable(n.c_str(), n == path_))
+      if (ImGui::Selectable(TraceFileName(n).c_str(), n == path_))
         std::strncpy(path_, n.c_str(), sizeof path_ - 1);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", n.c_str());
     }
     ImGui::EndCombo();
   }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", path_);
+  ImGui::PopItemWidth();
   ImGui::SameLine();
+  const float path_w = ImGui::CalcTextSize(path_).x + 2 * ImGui::GetStyle().FramePadding.x + 8;
+  ImGui::PushItemWidth(std::clamp(path_w, 200.0f, 480.0f));
   ImGui::InputText("trace", path_, sizeof path_);
+  if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) ImGui::SetTooltip("%s", path_);
   ImGui::PopItemWidth();
   HelpMarker(
       "a built-in sample trace, or a JSONL file: tokens or Mooncake hash_ids "
@@ -103,7 +105,9 @@ void BlockPoolPanel::Load(const KvCachePlan& plan) {
     return;
   }
   if (capacity_ > 0) cfg.value().num_blocks = capacity_;
-  auto trace = LoadTrace(path_);
+  auto trace = path_ == std::string(kDemoTraceName)
+                   ? Result<RequestTrace>(DemoTrace(plan.attn_block_size))
+                   : LoadTrace(path_);
   if (!trace.ok()) {
     error_ = trace.status().message();
     return;

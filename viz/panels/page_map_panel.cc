@@ -68,7 +68,34 @@ int FindLayer(const KvCachePlan& p, const std::string& name) {
   return -1;
 }
 
+// The line under a side's raster.
+std::string FooterText(const PageMap& map, const Raster& r, double zoom) {
+  char b[256];
+  std::snprintf(
+      b, sizeof b, "page %s B = data %s + padding %s B (%s); cell %lld B x %lld rows; zoom %.1fx",
+      WithCommas(map.size()).c_str(), WithCommas(map.data_bytes()).c_str(),
+      WithCommas(map.padding_bytes()).c_str(),
+      Pct(static_cast<double>(map.padding_bytes()) / static_cast<double>(map.size())).c_str(),
+      static_cast<long long>(r.cell_bytes), static_cast<long long>(r.rows_per_line), zoom);
+  return b;
+}
+
 }  // namespace
+
+SideBoxes LayoutSides(float avail_w, float avail_h, bool two, float min_side_w, float gap) {
+  SideBoxes b;
+  b.w = avail_w;
+  b.h = avail_h;
+  if (!two) return b;
+  const float half = (avail_w - gap) / 2;
+  if (half >= min_side_w) {
+    b.w = half;
+  } else {
+    b.stacked = true;
+    b.h = (avail_h - gap) / 2;
+  }
+  return b;
+}
 
 void PageMapPanel::SetCompare(CompareWhat what, int64_t value) {
   compare_what_ = what;
@@ -362,7 +389,7 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
   const KvCachePlan& plan = model.plan();
   // Selection controls.
   ImGui::PushID(i);
-  ImGui::PushItemWidth(std::max(60.0f, width / 4 - 40));
+  ImGui::PushItemWidth(std::clamp(width / 4 - 40, 60.0f, 140.0f));
   const bool linked = i == 1 && link_selection_;
   if (linked) ImGui::BeginDisabled();
   {
@@ -570,12 +597,7 @@ void PageMapPanel::DrawSide(int i, const PlanModel& model, float width, float he
     drag_rows_ = 0;
   }
   ImGui::SetCursorScreenPos(ImVec2(top.x, o.y + size.y + 2));
-  ImGui::Text(
-      "page %s B = data %s + padding %s B (%s); cell %lld B x %lld rows; zoom %.1fx",
-      WithCommas(map.size()).c_str(), WithCommas(map.data_bytes()).c_str(),
-      WithCommas(map.padding_bytes()).c_str(),
-      Pct(static_cast<double>(map.padding_bytes()) / static_cast<double>(map.size())).c_str(),
-      static_cast<long long>(r.cell_bytes), static_cast<long long>(r.rows_per_line), s.zoom);
+  ImGui::TextUnformatted(FooterText(map, r, s.zoom).c_str());
   if (!highlight_note_[i].empty()) ImGui::TextDisabled("%s", highlight_note_[i].c_str());
   ImGui::EndGroup();
 }
@@ -708,7 +730,21 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
       ImGui::GetContentRegionAvail().y - 3 * ImGui::GetTextLineHeightWithSpacing();
   const bool two = compare_on_ && compare_.has_value();
   const float gap = 16;
-  const float w = two ? (avail_w - gap) / 2 : avail_w;
+  // The widest fixed line of either side: its summary, its strides, its footer.
+  float min_side_w = 0;
+  for (int i = 0; i < (two ? 2 : 1); ++i) {
+    const PlanModel& m = i == 0 ? a : *compare_;
+    const Side& s = sides_[i];
+    min_side_w = std::max(min_side_w, ImGui::CalcTextSize(("A  " + SideSummary(m)).c_str()).x);
+    if (s.map) {
+      const std::string strides = DescribeLayout(s.map->owners().front().layout);
+      min_side_w = std::max(min_side_w, ImGui::CalcTextSize(strides.c_str()).x);
+      // The raster's cell size is last frame's; one more digit is room for it to change.
+      const std::string footer = FooterText(*s.map, s.raster, s.zoom) + "0";
+      min_side_w = std::max(min_side_w, ImGui::CalcTextSize(footer.c_str()).x);
+    }
+  }
+  const SideBoxes box = LayoutSides(avail_w, avail_h, two, min_side_w, gap);
   for (int i = 0; i < (two ? 2 : 1); ++i) {
     const PlanModel& m = i == 0 ? a : *compare_;
     highlight_ranges_[i].clear();
@@ -718,8 +754,9 @@ void PageMapPanel::Draw(ViewerContext& ctx) {
     }
   }
   for (int i = 0; i < (two ? 2 : 1); ++i) {
-    if (i == 1) ImGui::SameLine(0, gap);
-    DrawSide(i, i == 0 ? a : *compare_, w, avail_h);
+    if (i == 1 && !box.stacked) ImGui::SameLine(0, gap);
+    if (i == 1 && box.stacked) ImGui::Dummy(ImVec2(0, gap - ImGui::GetStyle().ItemSpacing.y));
+    DrawSide(i, i == 0 ? a : *compare_, box.w, box.h);
   }
   DrawInfo();
 }

@@ -34,6 +34,17 @@ struct TokenRef {
   bool is_state = false;  // a Mamba state: the whole state is highlighted
 };
 
+// Where the sides go. Side by side when each half of `avail_w` (less `gap`) is at least
+// `min_side_w` — the widest line a side writes (its layout and strides, its page footer) —
+// else side B below side A at full width, each with half the height: a narrow window
+// (1024 px) must not cut side B off at the right edge.
+struct SideBoxes {
+  bool stacked = false;
+  float w = 0;  // width of one side
+  float h = 0;  // height of one side
+};
+SideBoxes LayoutSides(float avail_w, float avail_h, bool two, float min_side_w, float gap);
+
 class PageMapPanel : public IPanel {
  public:
   struct Side {
