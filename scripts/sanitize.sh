@@ -11,7 +11,7 @@ dir=${1:-build-sanitize}; jobs=${2:-$(nproc)}
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B "$dir" -G Ninja -DKVSIM_SANITIZE=ON -DKVSIM_ENABLE_CUDA=OFF -DKVSIM_BUILD_VIZ=OFF \
   -DKVSIM_BUILD_BENCH=OFF > /dev/null
-cmake --build "$dir" -j "$jobs" --target kvsim core_tests sim_tests calibrate_tests
+cmake --build "$dir" -j "$jobs" --target kvsim core_tests sim_tests calibrate_tests cli_tests
 # Leaks are reported too; UBSan stops at the first report (-fno-sanitize-recover).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
