@@ -97,7 +97,10 @@ def main():
     header = list(rows[0].keys())
     if "status" not in header:
         sys.exit(f"{a.csv}: not a kvsim sweep CSV (no status column)")
-    keys = header[1 : header.index("status")]
+    # Sweep keys sit between point and status; a key written with units ("16GiB") is followed
+    # by its numeric KEY.value column, which as_number already reads from the key itself.
+    between = header[1 : header.index("status")]
+    keys = [k for k in between if not (k.endswith(".value") and k[: -len(".value")] in between)]
     if not keys:
         sys.exit(f"{a.csv}: the sweep has no keys to plot against")
     x = a.x or keys[0]
@@ -115,7 +118,7 @@ def main():
         group = next((k for k in keys if k != x and not follows_x(k)), None)
     if group and group not in keys:
         sys.exit(f"{a.csv}: {group} is not a sweep key; keys: {', '.join(keys)}")
-    metric_cols = [c for c in header if c not in FIXED and c not in keys]
+    metric_cols = [c for c in header if c not in FIXED and c not in between]
     if a.metrics:
         metrics = [m for m in a.metrics.split(",") if m]
         for m in metrics:

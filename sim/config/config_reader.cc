@@ -188,18 +188,16 @@ int64_t ConfigReader::IntOrNull(const std::string& key, int64_t def, int64_t nul
   return v;
 }
 
-int64_t ConfigReader::Bytes(const std::string& key, int64_t def, const std::string& help) {
-  const ConfigNode* n = Get(key, "bytes", std::to_string(def), help);
-  if (!n) return def;
-  if (!n->is_scalar()) {
-    WrongType(key, *n, "a byte count");
-    return def;
-  }
+namespace {
+
+enum class ByteParse : uint8_t { kOk, kMalformed, kOutOfRange };
+
+ByteParse ParseBytesInto(const std::string& text, int64_t* out) {
   static const std::vector<std::pair<std::string, int64_t>> kSuffixes = {
       {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30}, {"TiB", 1LL << 40},
       {"KB", 1000LL},     {"MB", 1000000LL},  {"GB", 1000000000LL}, {"TB", 1000000000000LL},
       {"B", 1}};
-  std::string s = n->scalar;
+  std::string s = text;
   int64_t mult = 1;
   for (const auto& [suf, m] : kSuffixes) {
     if (s.size() > suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0) {
@@ -216,17 +214,41 @@ int64_t ConfigReader::Bytes(const std::string& key, int64_t def, const std::stri
   } else {
     char* end = nullptr;
     d = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size()) {
-      WrongType(key, *n, "a byte count such as 42949672960 or 40GiB");
-      return def;
-    }
+    if (s.empty() || end != s.c_str() + s.size()) return ByteParse::kMalformed;
     d *= static_cast<double>(mult);
   }
-  if (d < 0 || d > 9.2e18) {
-    Error(key, "bad_value", n->scalar + " is not a valid byte count");
+  if (d < 0 || d > 9.2e18) return ByteParse::kOutOfRange;
+  *out = static_cast<int64_t>(d);
+  return ByteParse::kOk;
+}
+
+}  // namespace
+
+int64_t ConfigReader::Bytes(const std::string& key, int64_t def, const std::string& help) {
+  const ConfigNode* n = Get(key, "bytes", std::to_string(def), help);
+  if (!n) return def;
+  if (!n->is_scalar()) {
+    WrongType(key, *n, "a byte count");
     return def;
   }
-  return static_cast<int64_t>(d);
+  int64_t v = 0;
+  switch (ParseBytesInto(n->scalar, &v)) {
+    case ByteParse::kOk:
+      return v;
+    case ByteParse::kMalformed:
+      WrongType(key, *n, "a byte count such as 42949672960 or 40GiB");
+      return def;
+    case ByteParse::kOutOfRange:
+      Error(key, "bad_value", n->scalar + " is not a valid byte count");
+      return def;
+  }
+  return def;
+}
+
+std::optional<int64_t> ParseByteCount(const std::string& text) {
+  int64_t v = 0;
+  if (ParseBytesInto(text, &v) != ByteParse::kOk) return std::nullopt;
+  return v;
 }
 
 double ConfigReader::Double(const std::string& key, double def, const std::string& help,

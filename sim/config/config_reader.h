@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -109,5 +110,10 @@ class ConfigReader {
 int EditDistance(const std::string& a, const std::string& b);
 // The closest candidate within a small distance, or "".
 std::string ClosestMatch(const std::string& word, const std::vector<std::string>& candidates);
+
+// A byte count as scenarios write it: an integer, or a number with one of the suffixes KiB,
+// MiB, GiB, TiB (powers of 2), KB, MB, GB, TB (powers of 10) or B ("40GiB", "1.5 TB").
+// nullopt when `text` is not one, or is negative or above 9.2e18.
+std::optional<int64_t> ParseByteCount(const std::string& text);
 
 }  // namespace kvsim

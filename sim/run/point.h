@@ -60,6 +60,9 @@ const SimulationKind* KindOfPoint(const ConfigNode& tree);
 struct RowSchema {
   bool with_kind = false;
   std::vector<std::string> columns;
+  // Sweep axes (indexes into a point's labels) whose values are written with a unit
+  // ("16GiB"): the CSV gives each a numeric `<key>.value` column (bytes) after the keys.
+  std::vector<size_t> valued_labels;
   size_t width() const { return columns.size() + (with_kind ? 1 : 0); }
 };
 RowSchema RowSchemaFor(const std::vector<const SimulationKind*>& kinds);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -15,10 +16,12 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <thread>
 
+#include "sim/config/config_reader.h"
 #include "sim/csv.h"
 #include "sim/output_file.h"
 #include "sim/scenario/scenario_loader.h"
@@ -89,12 +92,24 @@ RowSchema SweepRowSchema(const std::vector<SweepPoint>& points) {
   std::vector<const SimulationKind*> kinds;
   kinds.reserve(points.size());
   for (const SweepPoint& p : points) kinds.push_back(KindOfPoint(p.tree));
-  return RowSchemaFor(kinds);
+  RowSchema schema = RowSchemaFor(kinds);
+  // An axis written with units ("16GiB") also gets its value in bytes, for plotting tools.
+  const size_t axes = points.empty() ? 0 : points.front().labels.size();
+  for (size_t i = 0; i < axes; ++i) {
+    const bool valued = std::any_of(points.begin(), points.end(), [&](const SweepPoint& p) {
+      const std::string& v = p.labels[i].second;
+      return !v.empty() && std::isalpha(static_cast<unsigned char>(v.back())) != 0 &&
+             ParseByteCount(v).has_value();
+    });
+    if (valued) schema.valued_labels.push_back(i);
+  }
+  return schema;
 }
 
 std::string SweepCsvHeader(const std::vector<std::string>& keys, const RowSchema& schema) {
   std::vector<std::string> header = {"point"};
   header.insert(header.end(), keys.begin(), keys.end());
+  for (size_t i : schema.valued_labels) header.push_back(keys[i] + ".value");
   header.push_back("status");
   if (schema.with_kind) header.push_back("kind");
   header.insert(header.end(), schema.columns.begin(), schema.columns.end());
@@ -106,6 +121,10 @@ std::string SweepCsvHeader(const std::vector<std::string>& keys, const RowSchema
 std::string SweepCsvRow(const PointResult& r, const RowSchema& schema, const SweepIdentity& sweep) {
   std::vector<std::string> fields = {std::to_string(r.index)};
   for (const auto& [k, v] : r.labels) fields.push_back(v);
+  for (size_t i : schema.valued_labels) {
+    const std::optional<int64_t> bytes = ParseByteCount(r.labels[i].second);
+    fields.push_back(bytes ? std::to_string(*bytes) : "");
+  }
   std::vector<std::string> row = RowFields(r, schema);
   if (r.status.ok()) {
     fields.push_back("ok");
@@ -260,7 +279,7 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   }
   const SweepIdentity identity = IdentifySweep(tree, static_cast<int64_t>(all->size()));
   const std::string header_line = SweepCsvHeader(keys.value(), schema) + "\n";
-  const size_t status_field = 1 + keys->size();
+  const size_t status_field = 1 + keys->size() + schema.valued_labels.size();
 
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);

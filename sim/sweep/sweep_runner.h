@@ -29,11 +29,13 @@
 
 namespace kvsim {
 
-// The row schema of a sweep's CSV: from the kinds of all its points (every shard agrees).
+// The row schema of a sweep's CSV: from the kinds of all its points (every shard agrees),
+// with the axes whose values carry a byte unit (valued_labels).
 RowSchema SweepRowSchema(const std::vector<SweepPoint>& points);
 
 // The sweep CSV's header line (no newline) for these sweep keys, and one point's row (no
-// newline): point index, the label values, "ok" or "error: <message>", the schema's fields
+// newline): point index, the label values (as written), the numeric values of the
+// schema's valued_labels, "ok" or "error: <message>", the schema's fields
 // (RowFields; metrics are empty on error), then the sweep's identity (sweep_id,
 // sweep_points). `kvsim sweep` writes these rows and `kvsim run -o` the same ones in
 // summary.csv.

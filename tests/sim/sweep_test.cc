@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+#include "sim/config/config_reader.h"
+
 namespace kvsim {
 namespace {
 
@@ -530,6 +532,42 @@ TEST_CASE("sweep: a shard that another process is running is refused (lock file)
   ::close(fd);
   CHECK(RunSweep(Tree(kSmall), "sweep.yaml", o, log).ok());
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// Issue 12 §3: sweep values written with a unit get a numeric column beside them. Bytes by
+// hand: 16 GiB = 16 · 2^30 = 17179869184, 1.5 TB = 1.5e12.
+TEST_CASE("sweep CSV: an axis written with byte units gets a numeric .value column") {
+  CHECK(ParseByteCount("16GiB") == int64_t{17179869184});
+  CHECK(ParseByteCount("1.5 TB") == int64_t{1500000000000});
+  CHECK(ParseByteCount("4096") == int64_t{4096});
+  CHECK_FALSE(ParseByteCount("16 GiBs").has_value());
+  CHECK_FALSE(ParseByteCount("-1GiB").has_value());
+
+  auto tree = ParseYaml(
+      "sweep:\n  cache.kv_memory_bytes: [16GiB, 1.5 TB]\n  cache.block_size: [16]\n",
+      "s.yaml");
+  REQUIRE(tree.ok());
+  auto pts = ExpandSweep(tree.value());
+  REQUIRE(pts.ok());
+  const RowSchema schema = SweepRowSchema(pts.value());
+  REQUIRE(schema.valued_labels == std::vector<size_t>{0});  // block sizes are plain numbers
+  const std::string header =
+      SweepCsvHeader({"cache.kv_memory_bytes", "cache.block_size"}, schema);
+  CHECK(header.rfind("point,cache.kv_memory_bytes,cache.block_size,cache.kv_memory_bytes.value,"
+                     "status,",
+                     0) == 0);
+  PointResult r;
+  r.index = 1;
+  r.labels = pts->at(1).labels;
+  r.status = Status::Error("x", "not run");
+  const std::string row = SweepCsvRow(r, schema, SweepIdentity{"id", 2});
+  CHECK(row.rfind("1,1.5 TB,16,1500000000000,error: not run,", 0) == 0);
 }
 
 }  // namespace
