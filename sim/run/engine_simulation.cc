@@ -36,7 +36,7 @@ class EngineSimulation : public Simulation {
     MetricSet m;
     m.Add("attn_block_size", "tokens", p.attn_block_size);
     m.Add("num_blocks", "blocks", p.num_blocks);
-    m.Add("padding_pct", "percent", 100.0 * p.padding_fraction());
+    m.Add("padding_fraction", "fraction", p.padding_fraction());
     m.Add("finished", "requests", s.requests_finished);
     m.Add("rejected", "requests", s.requests_rejected);
     m.Add("prefix_hit_rate", "fraction", s.prefix_hit_rate);
@@ -120,7 +120,7 @@ const SimulationKind& EngineKind() {
     k.name = "engine";
     k.columns = {{"attn_block_size", "tokens"},
                  {"num_blocks", "blocks"},
-                 {"padding_pct", "percent"},
+                 {"padding_fraction", "fraction"},
                  {"finished", "requests"},
                  {"rejected", "requests"},
                  {"prefix_hit_rate", "fraction"},
