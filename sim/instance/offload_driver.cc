@@ -14,13 +14,25 @@ int64_t CopyLinkModel::JobNanos(int64_t num_blocks) const {
   return latency_ns + kernels_per_job * launch_ns + static_cast<int64_t>(std::ceil(wire));
 }
 
+namespace {
+bool HasWindowGroups(const OffloadConnectorConfig& config) {
+  return std::any_of(config.groups.begin(), config.groups.end(),
+                     [](const OffloadGroupConfig& g) { return g.window_blocks > 0; });
+}
+}  // namespace
+
 OffloadDriver::OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv,
                              XferTiming timing)
-    : connector_(config), kv_(kv), timing_(timing) {}
+    : connector_(config), kv_(kv), timing_(timing), has_window_groups_(HasWindowGroups(config)) {}
 
 OffloadDriver::OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv,
                              const CopyLinkModel& link)
-    : connector_(config), kv_(kv), timing_(XferTiming::kInstant), timed_(true), link_(link) {}
+    : connector_(config),
+      kv_(kv),
+      timing_(XferTiming::kInstant),
+      timed_(true),
+      link_(link),
+      has_window_groups_(HasWindowGroups(config)) {}
 
 void OffloadDriver::Submit(PendingJob& j, int64_t now, int64_t num_blocks) {
   int64_t& free_at = (j.is_load || link_.shared_link) ? h2d_free_ : d2h_free_;
@@ -63,6 +75,7 @@ ExternalHit OffloadDriver::MatchedTokens(const SimRequest& r, int64_t gpu_hit_to
 void OffloadDriver::AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int64_t ext_tokens) {
   std::optional<LoadJob> job = connector_.OnAllocated(View(r), gpu_hit_tokens, ext_tokens);
   if (!job) return;
+  if (has_window_groups_ && r.kv_handle != kNoRequestHandle) allocated_for_load_.push_back(r.kv_handle);
   blocks_loaded_ += static_cast<int64_t>(job->keys.size());
   // Started in this step's execution, reported with its output (or the next one's).
   pending_.push_back({job->id, r.id.value(), /*is_load=*/true,
@@ -109,6 +122,38 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
   // A finished request's pending store whose source block this decision handed out again.
   for (const auto& [block, job] : source_blocks_)
     if (kv_->pool().ref_cnt(block) > 0) Flush(job);
+  if (has_window_groups_) {
+    // Window-group source blocks are watched while their request runs, so a reference count
+    // cannot tell reuse: what counts is the blocks this decision handed to requests (vLLM
+    // fences each request's new block ids against _block_id_to_pending_jobs).
+    for (const SimRequest* p : plan.preempted) table_len_.erase(p->id.value());
+    if (!window_source_blocks_.empty()) {
+      std::unordered_set<BlockId> handed_out;
+      auto add = [&](RequestHandle h, const std::vector<size_t>* from) {
+        for (int g = 0; g < kv_->num_groups(); ++g) {
+          const std::span<const BlockId> b = kv_->blocks(h, g);
+          for (size_t i = from ? (*from)[static_cast<size_t>(g)] : 0; i < b.size(); ++i)
+            handed_out.insert(b[i]);
+        }
+      };
+      for (const ScheduledChunk& c : plan.scheduled) {
+        if (c.req->kv_handle == kNoRequestHandle) continue;
+        auto it = table_len_.find(c.req->id.value());
+        add(c.req->kv_handle, c.new_admission || it == table_len_.end() ? nullptr : &it->second);
+      }
+      for (RequestHandle h : allocated_for_load_) add(h, nullptr);
+      for (const auto& [block, job] : window_source_blocks_)
+        if (handed_out.count(block) != 0) Flush(job);
+    }
+    allocated_for_load_.clear();
+    for (const ScheduledChunk& c : plan.scheduled) {
+      if (c.req->kv_handle == kNoRequestHandle) continue;
+      std::vector<size_t>& len = table_len_[c.req->id.value()];
+      len.resize(static_cast<size_t>(kv_->num_groups()));
+      for (int g = 0; g < kv_->num_groups(); ++g)
+        len[static_cast<size_t>(g)] = kv_->blocks(c.req->kv_handle, g).size();
+    }
+  }
   // No tracked request is unfinished: every copy is flushed (not the stores planned below).
   if (unfinished_tracked_.empty()) {
     for (PendingJob& j : pending_) Flush(j.id);
@@ -160,9 +205,39 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
                         std::move(groups), !timed_});
     for (const EvictedOffloadBlock& e : j.evicted)
       record_.evicted.push_back({e.origin.request, e.origin.block_index});
+    if (has_window_groups_) {
+      // vLLM watches a store's sliding-window source blocks from its creation.
+      const SimRequest* owner = nullptr;
+      for (const ScheduledChunk& c : plan.scheduled)
+        if (c.req->id.value() == j.request) owner = c.req;
+      if (owner != nullptr && owner->kv_handle != kNoRequestHandle) {
+        const RequestHandle h = owner->kv_handle;
+        WatchWindowBlocks(j, [&](int g) { return kv_->blocks(h, g); });
+      } else if (auto it = finished_tables_.find(j.request); it != finished_tables_.end()) {
+        const auto& tables = it->second;
+        WatchWindowBlocks(j, [&](int g) {
+          return std::span<const BlockId>(tables[static_cast<size_t>(g)]);
+        });
+      }
+    }
     record_.stores.push_back({j.request, std::move(j.block_indices)});
   }
+  finished_tables_.clear();
   return std::move(record_);
+}
+
+void OffloadDriver::WatchWindowBlocks(
+    const StoreJob& job, const std::function<std::span<const BlockId>(int group)>& tables) {
+  const int64_t f = connector_.config().block_size_factor;
+  for (size_t n = 0; n < job.keys.size(); ++n) {
+    const int g = job.keys[n].group;
+    if (connector_.config().groups[static_cast<size_t>(g)].window_blocks == 0) continue;
+    const std::span<const BlockId> blocks = tables(g);
+    const int64_t i = job.block_indices[n];
+    for (int64_t b = i * f; b < (i + 1) * f && b < static_cast<int64_t>(blocks.size()); ++b)
+      if (blocks[static_cast<size_t>(b)] != kNullBlock)
+        window_source_blocks_.emplace_back(blocks[static_cast<size_t>(b)], job.id);
+  }
 }
 
 void OffloadDriver::ApplyOutput(int64_t step) {
@@ -181,19 +256,32 @@ void OffloadDriver::ApplyOutput(int64_t step) {
     }
   }
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(), done), pending_.end());
-  source_blocks_.erase(std::remove_if(source_blocks_.begin(), source_blocks_.end(),
-                                      [&](const auto& sb) {
-                                        return std::none_of(
-                                            pending_.begin(), pending_.end(),
-                                            [&](const PendingJob& j) { return j.id == sb.second; });
-                                      }),
+  auto job_done = [&](const std::pair<BlockId, OffloadJobId>& sb) {
+    return std::none_of(pending_.begin(), pending_.end(),
+                        [&](const PendingJob& j) { return j.id == sb.second; });
+  };
+  source_blocks_.erase(std::remove_if(source_blocks_.begin(), source_blocks_.end(), job_done),
                        source_blocks_.end());
+  window_source_blocks_.erase(
+      std::remove_if(window_source_blocks_.begin(), window_source_blocks_.end(), job_done),
+      window_source_blocks_.end());
 }
 
 void OffloadDriver::RequestFinished(const SimRequest& r) {
   unfinished_tracked_.erase(r.id.value());
   connector_.RequestFinished(r.id.value());
   if (r.kv_handle == kNoRequestHandle) return;
+  if (has_window_groups_) {
+    table_len_.erase(r.id.value());
+    if (connector_.config().semantics == VllmSemantics::kLatest) {
+      // Latest plans the finished request's last stores at the next decision, from these ids.
+      std::vector<std::vector<BlockId>>& tables = finished_tables_[r.id.value()];
+      for (int g = 0; g < kv_->num_groups(); ++g) {
+        const std::span<const BlockId> b = kv_->blocks(r.kv_handle, g);
+        tables.emplace_back(b.begin(), b.end());
+      }
+    }
+  }
   // request_finished registers the GPU blocks its pending stores read from, in each key's
   // group (hybrid models store every group under its own keys).
   const int64_t f = connector_.config().block_size_factor;

@@ -13,6 +13,9 @@
 // reported in the output of the step whose decision flushed them:
 //   - a preempted request's in-flight stores;
 //   - stores of a finished request whose GPU source block was handed to a request again;
+//   - stores whose sliding-window or Mamba source block this decision handed to a request
+//     (such blocks are watched from the store's creation: the window can free them while the
+//     request still runs, kv-offload.md §9 "early reuse");
 //   - every copy, when no tracked request is unfinished (checked before the step's stores are
 //     planned). classic tracks a request from its first connector lookup, latest from arrival.
 // Timed, a flush delays the step: its GPU part starts once the flushed copies have ended.
@@ -23,7 +26,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <span>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -147,6 +152,20 @@ class OffloadDriver : public IKvConnector {
   std::unordered_set<int64_t> unfinished_tracked_;  // tracked by the connector, not finished
   // GPU blocks read by a finished request's pending stores → those stores.
   std::vector<std::pair<BlockId, OffloadJobId>> source_blocks_;
+  // Sliding-window/Mamba GPU blocks read by pending stores, watched from the store's creation.
+  // A job is flushed when a decision hands one of them to a request: every block of a request
+  // admitted (or allocated for a load) in it, the blocks a running request gained in it.
+  std::vector<std::pair<BlockId, OffloadJobId>> window_source_blocks_;
+  bool has_window_groups_ = false;
+  // Window groups only: each tracked request's block-table lengths after the last decision
+  // (what a running request gained since), and the tables of requests finished since the last
+  // decision (latest plans their last stores after their blocks are freed).
+  std::unordered_map<int64_t, std::vector<size_t>> table_len_;
+  std::unordered_map<int64_t, std::vector<std::vector<BlockId>>> finished_tables_;
+  std::vector<RequestHandle> allocated_for_load_;  // this decision's AfterAlloc with a load
+  // Watches the window-group source blocks of `job` read from `tables` (one per group).
+  void WatchWindowBlocks(const StoreJob& job,
+                         const std::function<std::span<const BlockId>(int group)>& tables);
   OffloadStepRecord record_;
 };
 

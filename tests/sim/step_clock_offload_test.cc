@@ -271,6 +271,60 @@ TEST_CASE("offload: conservation and tier bounds on a tight multi-turn stream, e
 }
 
 
+TEST_CASE("offload, sliding window: a store is flushed when the window frees its source block "
+          "and a request gets it") {
+  // kv-offload.md §9 "early reuse": a sliding-window source block is watched from its store's
+  // creation, since the window can free it while the request runs. Layout: a full-attention
+  // group and a sliding-window group (window 4 tokens), GPU blocks of 4 tokens, 10 usable GPU
+  // blocks (11 with the null block), next-step copies.
+  //   step 0: A (16 tokens) takes 4 blocks per group: full 1-4, window 5-8 (free: 9, 10).
+  //           Its store of offloaded blocks 0-3 of both groups (8 CPU blocks) is planned: it
+  //           runs in step 1 and would be reported with step 2's output.
+  //   step 1: A decodes. Its window skips tokens < 16 - 4 + 1 = 13, so window blocks 0-2
+  //           (ids 7, 6, 5, freed last first) go back to the free queue; A takes 9 (full) and
+  //           10 (window). B (4 tokens) arrives and takes 7 and 6 (classic: the freed blocks
+  //           sit behind 9 and 10; latest: unhashed freed blocks go to the head and A's own
+  //           new blocks are among 5-7). Either way a block A's store reads from was handed
+  //           out, so the worker flushes the store: reported with step 1's output, the tier's
+  //           8 blocks are ready when step 1 ends (without the flush: 0, ready only after
+  //           step 2). B's own store adds 2 blocks (one per group).
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    CAPTURE(static_cast<int>(sem));
+    StepClockConfig cfg = Config(4, 11, 16, sem, XferTiming::kNextStep);
+    cfg.kv = KvCacheManagerConfigFromHybrid("swa:4", 4, 11).value();
+    cfg.kv.semantics = sem;
+    cfg.kv.max_num_batched_tokens = 100;
+    OffloadOptions o;
+    o.num_cpu_blocks = 16;
+    cfg.offload = MakeOffloadConnectorConfig(cfg.kv, o).value();
+    const std::vector<StepRequest> reqs{Req("A", Range(1, 16), 3, 0),
+                                        Req("B", Range(101, 4), 1, 1)};
+    const Run run = Drive(reqs, cfg);
+    REQUIRE(run.lines.size() >= 3);
+    CHECK(run.lines[0].find(R"("num_free_blocks": 2)") != std::string::npos);
+    CHECK(run.lines[0].find(R"("cpu_blocks_used": 8, "cpu_blocks_ready": 0)") != std::string::npos);
+    CHECK(run.lines[1].find(R"("scheduled": [["A", 1, 16, -1], ["B", 4, 0, 0]])") !=
+          std::string::npos);
+    CHECK(run.lines[1].find(R"("cpu_blocks_used": 10, "cpu_blocks_ready": 8)") !=
+          std::string::npos);
+    if (sem == VllmSemantics::kClassic) {
+      CHECK(run.lines[1].find(R"("num_free_blocks": 1)") != std::string::npos);
+    }
+  }
+  // Full attention only (no window): A's store is not flushed in step 1, the blocks A holds
+  // are never handed out; it is reported with step 2's output (B's, planned in step 1, with
+  // step 3's).
+  {
+    StepClockConfig cfg = Config(4, 11, 16, VllmSemantics::kClassic, XferTiming::kNextStep);
+    const std::vector<StepRequest> reqs{Req("A", Range(1, 16), 3, 0),
+                                        Req("B", Range(101, 4), 1, 1)};
+    const Run run = Drive(reqs, cfg);
+    REQUIRE(run.lines.size() >= 3);
+    CHECK(run.lines[1].find(R"("cpu_blocks_used": 5, "cpu_blocks_ready": 0)") != std::string::npos);
+    CHECK(run.lines[2].find(R"("cpu_blocks_used": 5, "cpu_blocks_ready": 4)") != std::string::npos);
+  }
+}
+
 TEST_CASE("offload: a timed copy takes latency + kernel launches + bytes over the link") {
   // 3 offloaded blocks of 1 MiB over 55 bytes/ns: ⌈3 · 1048576 / 55⌉ = 57196 ns on the wire,
   // + 10 µs latency + 2 kernels × 5 µs.
