@@ -15,7 +15,8 @@
 //                   memory  = (N·K·weight bytes + M·(N + K)·2) / (HBM · mbu)
 //                   compute = waves · 2·tm·tn·K / (peak · mfu / num_sms), with tiles of
 //                             tm = clamp(pow2 ≥ M, 16, 128) × tn = 128 and
-//                             waves = ⌈⌈M/tm⌉·⌈N/tn⌉ / num_sms⌉ (tile quantization over the SMs).
+//                             waves = ⌈M/tm⌉·⌈N/tn⌉ / num_sms (tile quantization of M and N;
+//                             a partial last wave costs its share, as stream-K balances it).
 //                 I is model.compute.intermediate_size, else what the parameter count leaves
 //                 after embeddings, LM head and attention projections. fp8 models use the
 //                 fp8 peak and 1-byte weights.

@@ -29,8 +29,8 @@ def main():
     os.chdir(ROOT)
     runs = sorted(glob.glob("scenarios/validation/*.yaml"))
     # The keys the shipped H100 coefficients were fitted on (README: how the presets came).
-    fit = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,seq_overhead_us,intake_us,"
-           "output_token_us")
+    fit = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,intake_us,intake_token_ns,"
+           "output_token_us,layer_overhead_us")
     out = subprocess.run([kvsim, "calibrate", "--iterations", "0", "--fit", fit, "--runs"] + runs,
                          capture_output=True, text=True)
     if out.returncode != 0:

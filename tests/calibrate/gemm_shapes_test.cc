@@ -153,7 +153,8 @@ TEST_CASE("The expert shapes price a batch exactly as the cost model does") {
 }
 
 // The roofline written out independently of core/cost_model.cc: tiles of tm × 128 with tm the
-// power of two ≥ M in [16, 128], waves over 132 SMs; bf16 activations; H100-SXM datasheet.
+// power of two ≥ M in [16, 128], fractional waves over 132 SMs; bf16 activations; H100-SXM
+// datasheet.
 double Truth(const GemmShape& g, double mbu, double mfu, double moe_mbu, double fixed_s) {
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k), groups = static_cast<double>(g.groups);
@@ -165,7 +166,7 @@ double Truth(const GemmShape& g, double mbu, double mfu, double moe_mbu, double 
   double tm = 16;
   while (tm < m && tm < 128) tm *= 2;
   const double tiles = groups * std::ceil(m / tm) * std::ceil(n / 128);
-  const double waves = std::ceil(tiles / 132);
+  const double waves = tiles / 132;
   const double compute = waves * 2 * tm * 128 * k / (peak * mfu / 132);
   return fixed_s + std::max(memory, compute);
 }

@@ -187,16 +187,23 @@ TEST_CASE("GEMM: small M reads the weights (memory regime)") {
   CHECK(t == Catch::Approx(33570816.0 / 2.68e12).epsilon(1e-9));
 }
 
-TEST_CASE("GEMM: large M is compute bound with tile quantization over the SMs") {
-  // 4096 × 4096 × 4096: 32 × 32 = 1024 tiles of 128 × 128 → ⌈1024/132⌉ = 8 waves, each
+TEST_CASE("GEMM: large M is compute bound; tiles quantize M and N, a partial wave costs its share") {
+  // 4096 × 4096 × 4096: 32 × 32 = 1024 tiles of 128 × 128 over 132 SMs = 7.7576 waves, each
   // 2·128·128·4096 = 134,217,728 FLOPs at 989e12 × 0.5 / 132 FLOP/s per SM = 35.828 us:
-  // 286.62 us (memory would be 37.6 us).
+  // 277.94 us (memory would be 37.6 us). Whole waves (8) would give 286.62 us.
   const HardwareSpec hw = PlainH100();
   const double wave = 134217728.0 / (989e12 * 0.5 / 132);
-  CHECK(GemmSeconds(hw, 4096, 4096, 4096, 2, 989e12, 0.8) == Catch::Approx(8 * wave));
-  // 33 columns of tiles: 1056 tiles is still 8 full waves; 34 columns: 1088 tiles, 9 waves.
+  CHECK(GemmSeconds(hw, 4096, 4096, 4096, 2, 989e12, 0.8) ==
+        Catch::Approx(1024.0 / 132.0 * wave));
+  // 33 columns of tiles: 1056 tiles = exactly 8 waves; 34 columns: 1088 tiles = 8.2424 waves.
   CHECK(GemmSeconds(hw, 4096, 33 * 128, 4096, 2, 989e12, 0.8) == Catch::Approx(8 * wave));
-  CHECK(GemmSeconds(hw, 4096, 34 * 128, 4096, 2, 989e12, 0.8) == Catch::Approx(9 * wave));
+  CHECK(GemmSeconds(hw, 4096, 34 * 128, 4096, 2, 989e12, 0.8) ==
+        Catch::Approx(1088.0 / 132.0 * wave));
+  // M is still padded to whole 128-row tiles: 4000 rows cost what 4096 do (32 row tiles),
+  // 4097 rows take a 33rd row of tiles: 33 · 32 = 1056 tiles = 8 waves.
+  CHECK(GemmSeconds(hw, 4000, 4096, 4096, 2, 989e12, 0.8) ==
+        Catch::Approx(1024.0 / 132.0 * wave));
+  CHECK(GemmSeconds(hw, 4097, 4096, 4096, 2, 989e12, 0.8) == Catch::Approx(8 * wave));
 }
 
 TEST_CASE("grouped expert GEMM: touched experts follow the token spread") {
