@@ -2,24 +2,56 @@
 """The README's validation table: kvsim's error on the training split of real vLLM runs
 (scenarios/validation/*.yaml, each with a `reference:` block of measured metrics).
 
-Runs `kvsim calibrate --runs scenarios/validation/*.yaml --iterations 0`, which simulates each
-run with the shipped coefficients (in-sample: they were fitted on these runs) and estimates
-the leave-one-out error (each run predicted by refitting the shipped serving keys to the
-other six, linearised at the shipped coefficients), then prints per metric the median and worst |error|, and per run the
-signed errors, as Markdown. With --readme it rewrites the block between the markers
-<!-- validation-table --> and <!-- /validation-table --> in README.md.
+In-sample: every run simulated with the shipped coefficients (they were fitted on these runs).
+Leave-one-out: for each run, the shipped serving keys are refitted on the other six
+(`kvsim calibrate --runs OTHERS --fit KEYS --iterations 6 -o FILE`) and the run is simulated
+with that file (`kvsim run RUN --set hardware.file=FILE`): a prediction of a run the fit never
+saw. Prints per metric the median and worst |error| and per run the signed errors, as
+Markdown. With --readme it rewrites the block between the markers <!-- validation-table -->
+and <!-- /validation-table --> in README.md. Takes a few minutes (two fits at a time).
 
 Usage: scripts/validation_table.py KVSIM [--readme]
 """
+import concurrent.futures
 import glob
 import os
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METRICS = [("ttft_mean_ms", "TTFT mean"), ("tpot_mean_ms", "TPOT mean"), ("e2e_mean_ms", "E2E mean")]
+# The keys the shipped coefficients were fitted on (README: how the presets came).
+FIT = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,intake_us,intake_token_ns,"
+       "output_token_us,layer_overhead_us")
+
+
+def run_errors(kvsim, run, sets=()):
+    """{metric: signed % error} of `kvsim run RUN` against its reference block."""
+    args = [kvsim, "run", run]
+    for s in sets:
+        args += ["--set", s]
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed:\n{out.stdout}{out.stderr}")
+    errors = {}
+    for line in out.stdout.splitlines():
+        m = re.match(r"\s+(\w+_ms)\s+\S+\s+\S+\s+([+-][\d.]+)%", line)
+        if m:
+            errors[m.group(1)] = float(m.group(2))
+    return errors
+
+
+def leave_one_out(kvsim, runs, run, tmp):
+    others = [r for r in runs if r != run]
+    hw = os.path.join(tmp, os.path.basename(run))
+    out = subprocess.run([kvsim, "calibrate", "--iterations", "6", "--fit", FIT, "-o", hw,
+                          "--runs"] + others, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"calibrate without {run} failed:\n{out.stdout}{out.stderr}")
+    return run_errors(kvsim, run, [f"hardware.file={hw}"])
 
 
 def main():
@@ -28,18 +60,16 @@ def main():
     kvsim = os.path.abspath(sys.argv[1])
     os.chdir(ROOT)
     runs = sorted(glob.glob("scenarios/validation/*.yaml"))
-    # The keys the shipped H100 coefficients were fitted on (README: how the presets came).
-    fit = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,intake_us,intake_token_ns,"
-           "output_token_us,layer_overhead_us")
-    out = subprocess.run([kvsim, "calibrate", "--iterations", "0", "--fit", fit, "--runs"] + runs,
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(out.stdout + out.stderr)
     rows = {}  # (run, metric) -> (in-sample, loo)
-    for line in out.stdout.splitlines():
-        m = re.match(r"\s+(\S+) (\w+_ms|\w+_per_s)\s+([+-][\d.]+)%\s+([+-][\d.]+)%", line)
-        if m:
-            rows[(m.group(1), m.group(2))] = (float(m.group(3)), float(m.group(4)))
+    with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(2) as pool:
+        ins = {r: pool.submit(run_errors, kvsim, r) for r in runs}
+        loo = {r: pool.submit(leave_one_out, kvsim, runs, r, tmp) for r in runs}
+        for r in runs:
+            name = os.path.splitext(os.path.basename(r))[0]
+            a, b = ins[r].result(), loo[r].result()
+            for key, _ in METRICS:
+                if key in a and key in b:
+                    rows[(name, key)] = (a[key], b[key])
     names = sorted({r for r, _ in rows})
     lines = ["| metric | median \\|error\\| in-sample | worst in-sample | median leave-one-out | worst leave-one-out |",
              "|---|---|---|---|---|"]
