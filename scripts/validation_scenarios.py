@@ -10,34 +10,88 @@ Workload choices (the runs' generators, as far as the published configuration sa
           request, output = the mean output implied by the measured means (the base model
           Llama-2-7B often stops early at EOS), arrivals evenly spaced per stage.
   lss-*   the per-request trace (Azure CSV: arrival, prompt and output lengths), open loop.
-Usage: scripts/validation_scenarios.py [train_cases.json]
+A case whose model has no preset here gets an inline model from its model_arch; a case with
+`dp` > 1 gets parallel.dp, and one with `ep` (a size, or true / `expert_parallel` for vLLM's
+--enable-expert-parallel, EP = TP x DP) gets parallel.ep.
+Usage: scripts/validation_scenarios.py [train_cases.json] [--out DIR]
 """
 import json
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+DATA = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else os.path.join(
     ROOT, "..", "..", "shared", "data", "fidelity", "train_cases.json")
 
+# Checkpoints with a preset in scenarios/models/ (instruct/chat and base variants share one).
+# Any other model is written inline from the case's model_arch (model_inline below).
 MODEL_PRESETS = {
     "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic": "llama-4-scout-17b-16e-fp8",
     "meta-llama/Llama-2-7b-hf": "llama-2-7b",
-    "meta-llama/Llama-3.1-70B-Instruct": "llama-3.1-70b",
-    "mistralai/Mistral-Nemo-Instruct-2407": "mistral-nemo-12b",
-    "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b",
+    "meta-llama/Llama-2-7b-chat-hf": "llama-2-7b",
+    "meta-llama/Llama-2-70b-hf": "llama-2-70b",
+    "meta-llama/Llama-2-70b-chat-hf": "llama-2-70b",
     "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Llama-3.1-70B-Instruct": "llama-3.1-70b",
+    "meta-llama/Meta-Llama-3.1-70B-Instruct": "llama-3.1-70b",
+    "mistralai/Mistral-Nemo-Instruct-2407": "mistral-nemo-12b",
+    "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": "mixtral-8x7b",
+    "Qwen/Qwen2.5-7B": "qwen2.5-7b",
+    "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b",
+    "codellama/CodeLlama-34b-hf": "codellama-34b",
+    "codellama/CodeLlama-34b-Instruct-hf": "codellama-34b",
+    "01-ai/Yi-34B": "yi-34b",
+    "01-ai/Yi-34B-Chat": "yi-34b",
 }
+
+# GPU names as the cases spell them → hardware presets (scenarios/hardware/).
+HARDWARE = [("H100", "H100-SXM"), ("H200", "H200"), ("B200", "B200"), ("A100", "A100-80G"),
+            ("L40S", "L40S"), ("4090", "RTX-4090"), ("PRO 6000", "RTX-PRO-6000")]
 
 
 def hardware_for(gpu):
-    if "H100" in gpu:
-        return "H100-SXM"
-    if "4090" in gpu:
-        return "RTX-4090"
-    if "PRO 6000" in gpu:
-        return "RTX-PRO-6000"
+    for key, preset in HARDWARE:
+        if key in gpu:
+            return preset
     raise SystemExit(f"no hardware preset for {gpu}")
+
+
+def model_inline(c):
+    """The model from the case's model_arch when no preset matches: one full-attention layer
+    kind and the compute numbers (the dense MLP width is derived from the parameter count
+    unless the case gives it; MoE routing only if the case names experts and top-k)."""
+    a = dict(c["model_arch"])
+    name = c["model"].split("/")[-1]
+    # MoE routing the case does not spell out, from the checkpoint's name: Mixtral NxSB routes
+    # each token to 2 of N experts, Llama-4 ...-NE to 1 of N.
+    m = re.search(r"mixtral-(\d+)x\d+b", name, re.IGNORECASE)
+    if m and not a.get("experts"):
+        a["experts"], a["experts_per_token"] = int(m.group(1)), 2
+    m = re.search(r"llama-4-\w+-\d+b-(\d+)e", name, re.IGNORECASE)
+    if m and not a.get("experts"):
+        a["experts"], a["experts_per_token"] = int(m.group(1)), 1
+    compute = {"hidden_size": a["hidden"], "num_attention_heads": a["heads"],
+               "num_params": int(a["params"]), "num_active_params": int(a.get("active", a["params"])),
+               "vocab_size": a["vocab"]}
+    for src, dst in (("intermediate", "intermediate_size"), ("experts", "num_experts"),
+                     ("experts_per_token", "num_experts_per_token"),
+                     ("top_k", "num_experts_per_token")):
+        if a.get(src):
+            compute[dst] = int(a[src])
+    fields = ", ".join(f"{k}: {v}" for k, v in compute.items())
+    return "\n".join([
+        "model:",
+        f"  name: {name}",
+        f"  dtype: {a.get('dtype', 'bf16')}",
+        "  layers:",
+        f"    - {{type: full_attention, count: {a['layers']}, num_kv_heads: {a['kv_heads']}, "
+        f"head_size: {a['head']}}}",
+        f"  compute: {{{fields}}}"])
 
 
 def metrics_yaml(m, indent):
@@ -48,7 +102,8 @@ def metrics_yaml(m, indent):
 
 def scenario(c):
     w, s, kv = c["workload"], c["scheduler"], c["kv"]
-    preset = MODEL_PRESETS[c["model"]]
+    # model_arch may name a kvsim preset itself ({"preset": NAME}).
+    preset = c["model_arch"].get("preset") or MODEL_PRESETS.get(c["model"])
     name = c["id"]
     out = [f"# {c['model']} on {c['gpu']}, TP {c['tp']}: {c['engine']}.",
            f"# Measured: {c['source_refs']['measured']}.",
@@ -57,10 +112,17 @@ def scenario(c):
            f"description: {c['model']} TP {c['tp']} on {hardware_for(c['gpu'])}, "
            f"measured vLLM run ({c['experiment']})",
            "seed: 1",
-           f"model:\n  preset: {preset}",
+           f"model:\n  preset: {preset}" if preset else model_inline(c),
            f"parallel:\n  tp: {c['tp']}"]
     if c.get("dp", 1) > 1:
         out.append(f"  dp: {c['dp']}")
+    # Expert parallelism: an explicit size, or vLLM's --enable-expert-parallel (EP = TP x DP).
+    ep = c.get("ep", 1)
+    if isinstance(ep, bool) or c.get("expert_parallel") or c.get("enable_expert_parallel"):
+        ep = c["tp"] * c.get("dp", 1) if (ep is True or c.get("expert_parallel")
+                                          or c.get("enable_expert_parallel")) else 1
+    if ep > 1:
+        out.append(f"  ep: {ep}")
     out.append(f"hardware:\n  preset: {hardware_for(c['gpu'])}")
     cache = ["cache:", f"  block_size: {kv.get('block_size', 16)}"]
     if kv.get("num_gpu_blocks"):
@@ -113,12 +175,14 @@ def scenario(c):
 def main():
     cases = json.load(open(DATA))["cases"]
     folder = os.path.join(ROOT, "scenarios", "validation")
+    if "--out" in sys.argv:
+        folder = os.path.abspath(sys.argv[sys.argv.index("--out") + 1])
     os.makedirs(folder, exist_ok=True)
     for c in cases:
         name, text = scenario(c)
         with open(os.path.join(folder, name + ".yaml"), "w") as f:
             f.write(text)
-        print("wrote scenarios/validation/" + name + ".yaml")
+        print("wrote " + os.path.relpath(os.path.join(folder, name + ".yaml"), ROOT))
 
 
 if __name__ == "__main__":

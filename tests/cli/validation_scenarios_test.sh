@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# scripts/validation_scenarios.py on cases in the training split's schema that the shipped
+# scenarios do not exercise: a model_arch that names a preset, a checkpoint with no preset
+# (written inline from model_arch, MoE routing from a Mixtral name), data + expert parallelism
+# (--enable-expert-parallel: EP = TP x DP), and a GPU with no preset (a clear error). The
+# written scenarios must load and run in kvsim and print the comparison with `reference:`.
+# Usage: validation_scenarios_test.sh KVSIM ROOT
+set -u
+kvsim=$1 root=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cat > "$tmp/cases.json" <<'JSON'
+{"cases": [
+ {"id": "t-preset", "model": "someone/some-llama", "model_arch": {"preset": "llama-3.1-8b"},
+  "gpu": "NVIDIA GeForce RTX 4090", "tp": 1, "dp": 1,
+  "source_refs": {"measured": "synthetic"}, "experiment": "t1", "engine": "vLLM",
+  "scheduler": {"max_num_batched_tokens": 2048, "max_num_seqs": 64, "max_model_len": 4096,
+                "prefix_caching": true},
+  "kv": {"num_gpu_blocks": 4000, "block_size": 16},
+  "workload": {"system_prompt_tokens": 100, "question_tokens": 200, "implied_mean_output_tokens": 20,
+               "num_system_prompts": 2, "stages": [{"rate_per_s": 2, "duration_s": 3}]},
+  "measured": {"summary": {"ttft_mean_ms": 30, "tpot_mean_ms": 12, "e2e_mean_ms": 260}}},
+ {"id": "t-inline", "model": "acme/Mixtral-8x7B-Experimental",
+  "model_arch": {"layers": 32, "kv_heads": 8, "head": 128, "hidden": 4096, "heads": 32,
+                 "params": 46700000000, "active": 12900000000, "vocab": 32000, "dtype": "bf16"},
+  "gpu": "H100-80GB-HBM3 (SXM)", "tp": 2, "dp": 2, "expert_parallel": true,
+  "source_refs": {"measured": "synthetic"}, "experiment": "t2", "engine": "vLLM",
+  "scheduler": {"max_num_batched_tokens": 2048, "max_num_seqs": 64, "max_model_len": 4096,
+                "prefix_caching": true},
+  "kv": {"num_gpu_blocks": 4000, "block_size": 16},
+  "workload": {"system_prompt_tokens": 100, "question_tokens": 200, "implied_mean_output_tokens": 20,
+               "num_system_prompts": 2, "stages": [{"rate_per_s": 2, "duration_s": 2},
+                                                    {"rate_per_s": 4, "duration_s": 2}]},
+  "measured": {"summary": {"ttft_mean_ms": 40, "tpot_mean_ms": 15, "e2e_mean_ms": 330},
+               "stage0": {"ttft_mean_ms": 38, "tpot_mean_ms": 14, "e2e_mean_ms": 310},
+               "stage1": {"ttft_mean_ms": 42, "tpot_mean_ms": 16, "e2e_mean_ms": 350}}}
+]}
+JSON
+python3 "$root/scripts/validation_scenarios.py" "$tmp/cases.json" --out "$tmp/out" > "$tmp/log" 2>&1 ||
+  { cat "$tmp/log"; fail "the writer exited $?"; }
+grep -q "^  preset: llama-3.1-8b$" "$tmp/out/t-preset.yaml" || fail "model_arch preset not used"
+grep -q "^  preset: RTX-4090$" "$tmp/out/t-preset.yaml" || fail "RTX 4090 hardware preset"
+f=$tmp/out/t-inline.yaml
+grep -q "^  name: Mixtral-8x7B-Experimental$" "$f" || fail "inline model name"
+grep -q "count: 32, num_kv_heads: 8, head_size: 128" "$f" || fail "inline layers"
+grep -q "num_experts: 8, num_experts_per_token: 2" "$f" || fail "Mixtral routing from the name"
+grep -q "^  dp: 2$" "$f" || fail "dp"
+grep -q "^  ep: 4$" "$f" || fail "expert parallel = TP x DP"
+for n in t-preset t-inline; do
+  out=$("$kvsim" run "$tmp/out/$n.yaml" 2>&1) || { echo "$out"; fail "$n: kvsim run exited $?"; }
+  grep -q "simulated vs measured" <<<"$out" || { echo "$out"; fail "$n: no comparison"; }
+done
+# A GPU without a preset: a clear error, non-zero exit.
+sed 's/NVIDIA GeForce RTX 4090/Imaginary GPU 9000/' "$tmp/cases.json" > "$tmp/bad.json"
+if python3 "$root/scripts/validation_scenarios.py" "$tmp/bad.json" --out "$tmp/bad" > "$tmp/log" 2>&1; then
+  fail "an unknown GPU was accepted"
+fi
+grep -q "no hardware preset for Imaginary GPU 9000" "$tmp/log" || { cat "$tmp/log"; fail "message"; }
+echo ok
