@@ -61,6 +61,29 @@ def hardware_for(gpu):
     raise SystemExit(f"no hardware preset for {gpu}")
 
 
+# Memory per GPU (GB, 1e9 bytes) of each hardware preset.
+GPU_MEMORY_GB = {"H100-SXM": 80, "H200": 141, "B200": 180, "A100-80G": 80, "L40S": 48,
+                 "RTX-4090": 24, "RTX-PRO-6000": 96}
+
+
+def kv_memory_gib(c, preset):
+    """KV memory per GPU when the run did not publish num_gpu_blocks: 0.9 of the GPU's memory
+    less this rank's weights and 3 GB, in whole GiB (62 GiB for Llama-3.1-8B on 96 GB)."""
+    params = c["model_arch"].get("params")
+    if params is None and preset:
+        text = open(os.path.join(ROOT, "scenarios", "models", preset + ".yaml")).read()
+        params = float(re.search(r"num_params: (\d+)", text).group(1))
+    dtype = str(c["model_arch"].get("dtype", "bf16")).lower()
+    weight_bytes = 1 if dtype.startswith("fp8") else 2
+    ranks = c["tp"] * c.get("dp", 1)
+    free = 0.9 * GPU_MEMORY_GB[hardware_for(c["gpu"])] * 1e9
+    free -= (params or 0) * weight_bytes * c.get("dp", 1) / ranks + 3e9
+    gib = int(free // 2**30)
+    if gib <= 0:
+        raise SystemExit(f"{c['id']}: the weights do not fit on {c['gpu']}")
+    return gib
+
+
 def model_inline(c):
     """The model from the case's model_arch when no preset matches: one full-attention layer
     kind and the compute numbers (the dense MLP width is derived from the parameter count
@@ -128,9 +151,9 @@ def scenario(c):
     if kv.get("num_gpu_blocks"):
         cache.append(f"  num_gpu_blocks: {kv['num_gpu_blocks']}")
     else:
-        # Not published: what vLLM leaves at gpu_memory_utilization 0.9 on 96 GB after the
-        # 16 GB of weights and ~3 GB of activations and graphs.
-        cache.append("  kv_memory_bytes: 62GiB")
+        # Not published: what vLLM leaves per GPU at gpu_memory_utilization 0.9 after the
+        # weights (this rank's share) and ~3 GB of activations and CUDA graphs.
+        cache.append(f"  kv_memory_bytes: {kv_memory_gib(c, preset)}GiB")
     if c["model_arch"].get("kv_dtype"):
         cache.append(f"  kv_dtype: {c['model_arch']['kv_dtype']}")
     cache.append(f"  enable_prefix_caching: {'true' if s['prefix_caching'] else 'false'}")
