@@ -104,7 +104,20 @@ class EngineSimulation : public Simulation {
   std::optional<ReferenceComparison> CompareWithReference() const override {
     const ReferenceConfig& ref = e_->scenario().sim.reference;
     if (ref.summary.empty()) return std::nullopt;
-    return ReferenceComparison{ref.source, kvsim::CompareWithReference(summary_, ref.summary)};
+    ReferenceComparison out{ref.source, kvsim::CompareWithReference(summary_, ref.summary), {}};
+    const std::vector<LoadStage>& stages = e_->scenario().sim.workload.stages;
+    if (!ref.stages.empty() && ref.stages.size() == stages.size()) {
+      std::vector<double> durations;
+      for (const LoadStage& st : stages) durations.push_back(st.duration_s);
+      const std::vector<MetricValues> simulated =
+          StageMetrics(e_->metrics().records(), durations);
+      for (size_t k = 0; k < stages.size(); ++k) {
+        out.stages.emplace_back(fmt::format("stage {} ({:g}/s for {:g} s)", k + 1,
+                                            stages[k].rate_per_s, stages[k].duration_s),
+                                CompareMetrics(simulated[k], ref.stages[k]));
+      }
+    }
+    return out;
   }
 
  private:

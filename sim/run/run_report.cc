@@ -39,6 +39,20 @@ std::string Json(const std::vector<const PointResult*>& results, const RunReport
                         {"error", c.error}});
         }
         jp["reference"] = jr;
+        if (!r->reference->stages.empty()) {
+          nlohmann::ordered_json js = nlohmann::ordered_json::array();
+          for (const auto& [stage, rows] : r->reference->stages) {
+            nlohmann::ordered_json jrows = nlohmann::ordered_json::array();
+            for (const MetricComparison& c : rows) {
+              jrows.push_back({{"metric", c.metric},
+                               {"simulated", c.simulated},
+                               {"measured", c.measured},
+                               {"error", c.error}});
+            }
+            js.push_back({{"stage", stage}, {"rows", jrows}});
+          }
+          jp["reference_stages"] = js;
+        }
       }
     }
     points.push_back(jp);
@@ -170,6 +184,9 @@ RunReport FormatRun(const std::vector<const PointResult*>& results, const RunRep
       if (o.many) title += " (" + LabelOf(r->labels) + ")";
       if (!r->reference->source.empty()) title += ": " + r->reference->source;
       out += FormatReferenceTable(title, r->reference->rows);
+      for (const auto& [stage, rows] : r->reference->stages) {
+        out += FormatReferenceTable("  " + stage, rows);
+      }
     }
   }
   if (failed > 0) {

@@ -57,6 +57,9 @@ const SimulationKind& KindOf(const Scenario& sc);
 struct ReferenceComparison {
   std::string source;  // where the measurements come from ("" if not said)
   std::vector<MetricComparison> rows;
+  // Per load stage with measured metrics: "stage K (R/s for D s)" and its rows, from the
+  // finished requests that arrived in that stage (StageMetrics).
+  std::vector<std::pair<std::string, std::vector<MetricComparison>>> stages;
 };
 
 class Simulation {

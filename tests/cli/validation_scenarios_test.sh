@@ -61,6 +61,19 @@ for n in t-preset t-inline t-nokv; do
   out=$("$kvsim" run "$tmp/out/$n.yaml" 2>&1) || { echo "$out"; fail "$n: kvsim run exited $?"; }
   grep -q "simulated vs measured" <<<"$out" || { echo "$out"; fail "$n: no comparison"; }
 done
+# The two-stage case prints one table per load stage with the measured values of its stages.
+out=$("$kvsim" run "$tmp/out/t-inline.yaml" 2>&1)
+grep -q "^  stage 1 (2/s for 2 s)$" <<<"$out" || { echo "$out"; fail "no stage 1 table"; }
+grep -q "^  stage 2 (4/s for 2 s)$" <<<"$out" || { echo "$out"; fail "no stage 2 table"; }
+grep -A2 "^  stage 2 " <<<"$out" | grep -Eq "^  ttft_mean_ms +[0-9.]+ +42\.00 " ||
+  { echo "$out"; fail "stage 2 measured TTFT"; }
+"$kvsim" run "$tmp/out/t-inline.yaml" --json 2>/dev/null | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["points"][0]
+st = p["reference_stages"]
+assert [s["stage"] for s in st] == ["stage 1 (2/s for 2 s)", "stage 2 (4/s for 2 s)"], st
+assert [r["measured"] for r in st[0]["rows"]] == [38, 14, 310], st[0]
+' || fail "reference_stages in --json"
 # A GPU without a preset: a clear error, non-zero exit.
 sed 's/NVIDIA GeForce RTX 4090/Imaginary GPU 9000/' "$tmp/cases.json" > "$tmp/bad.json"
 if python3 "$root/scripts/validation_scenarios.py" "$tmp/bad.json" --out "$tmp/bad" > "$tmp/log" 2>&1; then
