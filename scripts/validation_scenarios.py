@@ -99,7 +99,8 @@ def model_inline(c):
     if m and not a.get("experts"):
         a["experts"], a["experts_per_token"] = int(m.group(1)), 1
     compute = {"hidden_size": a["hidden"], "num_attention_heads": a["heads"],
-               "num_params": int(a["params"]), "num_active_params": int(a.get("active", a["params"])),
+               "num_params": int(a["params"]),
+               "num_active_params": int(a.get("active", a["params"])),
                "vocab_size": a["vocab"]}
     for src, dst in (("intermediate", "intermediate_size"), ("experts", "num_experts"),
                      ("experts_per_token", "num_experts_per_token"),

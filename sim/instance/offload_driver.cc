@@ -75,7 +75,9 @@ ExternalHit OffloadDriver::MatchedTokens(const SimRequest& r, int64_t gpu_hit_to
 void OffloadDriver::AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int64_t ext_tokens) {
   std::optional<LoadJob> job = connector_.OnAllocated(View(r), gpu_hit_tokens, ext_tokens);
   if (!job) return;
-  if (has_window_groups_ && r.kv_handle != kNoRequestHandle) allocated_for_load_.push_back(r.kv_handle);
+  if (has_window_groups_ && r.kv_handle != kNoRequestHandle) {
+    allocated_for_load_.push_back(r.kv_handle);
+  }
   blocks_loaded_ += static_cast<int64_t>(job->keys.size());
   // Started in this step's execution, reported with its output (or the next one's).
   pending_.push_back({job->id, r.id.value(), /*is_load=*/true,
