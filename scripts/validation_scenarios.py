@@ -10,6 +10,8 @@ Workload choices (the runs' generators, as far as the published configuration sa
           request, output = the mean output implied by the measured means (the base model
           Llama-2-7B often stops early at EOS), arrivals evenly spaced per stage.
   lss-*   the per-request trace (Azure CSV: arrival, prompt and output lengths), open loop.
+A shared-prefix case with `concurrency` (or `max_concurrency`) runs closed loop: that many
+clients, all starting at once, until `num_requests`.
 A case whose model has no preset here gets an inline model from its model_arch; a case with
 `dp` > 1 gets parallel.dp, and one with `ep` (a size, or true / `expert_parallel` for vLLM's
 --enable-expert-parallel, EP = TP x DP) gets parallel.ep.
@@ -170,11 +172,20 @@ def scenario(c):
         out.append(f"  trace: {{path: ../traces/{trace}, format: azure, required: true}}")
         out.append("  vocab_size: 128256")
     else:
-        out_tokens = int(round(w["implied_mean_output_tokens"]))
-        out.append("workload:\n  kind: shared_prefix\n  num_requests: 0\n  arrival: constant")
-        out.append("  stages:")
-        for st in w["stages"]:
-            out.append(f"    - {{rate_per_s: {st['rate_per_s']}, duration_s: {st['duration_s']}}}")
+        out_tokens = int(round(w.get("implied_mean_output_tokens", w.get("output_tokens", 0))))
+        clients = w.get("concurrency") or w.get("max_concurrency")
+        if clients:
+            # Closed loop: that many clients, each sending its next request when the last is
+            # answered, all starting at once, until num_requests.
+            out.append("workload:\n  kind: shared_prefix")
+            out.append(f"  num_requests: {int(w.get('num_requests', 0))}\n  arrival: burst")
+            out.append(f"  concurrency: {int(clients)}")
+        else:
+            out.append("workload:\n  kind: shared_prefix\n  num_requests: 0\n  arrival: constant")
+            out.append("  stages:")
+            for st in w["stages"]:
+                out.append(f"    - {{rate_per_s: {st['rate_per_s']}, "
+                           f"duration_s: {st['duration_s']}}}")
         out.append(f"  system_prompt: {{tokens: {w['system_prompt_tokens']}, "
                    f"count: {w['num_system_prompts']}}}")
         out.append(f"  prompt_tokens: {{dist: fixed, mean: {w['question_tokens']}, "
