@@ -29,7 +29,8 @@ FIT = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,intake_us,intake_
 
 
 def run_errors(kvsim, run, sets=()):
-    """{metric: signed % error} of `kvsim run RUN` against its reference block."""
+    """{metric: signed % error} of `kvsim run RUN` against its reference block; the per-stage
+    tables that follow the run's (`  stage K (...)`) give keys `stageK.metric`."""
     args = [kvsim, "run", run]
     for s in sets:
         args += ["--set", s]
@@ -37,10 +38,15 @@ def run_errors(kvsim, run, sets=()):
     if out.returncode != 0:
         sys.exit(f"{' '.join(args)} failed:\n{out.stdout}{out.stderr}")
     errors = {}
+    prefix = ""
     for line in out.stdout.splitlines():
+        s = re.match(r"  stage (\d+) \(", line)
+        if s:
+            prefix = f"stage{s.group(1)}."
+            continue
         m = re.match(r"\s+(\w+_ms)\s+\S+\s+\S+\s+([+-][\d.]+)%", line)
         if m:
-            errors[m.group(1)] = float(m.group(2))
+            errors[prefix + m.group(1)] = float(m.group(2))
     return errors
 
 
@@ -61,12 +67,14 @@ def main():
     os.chdir(ROOT)
     runs = sorted(glob.glob("scenarios/validation/*.yaml"))
     rows = {}  # (run, metric) -> (in-sample, loo)
+    in_results = {}  # run -> its in-sample errors, stages included
     with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(2) as pool:
-        ins = {r: pool.submit(run_errors, kvsim, r) for r in runs}
+        in_futures = {r: pool.submit(run_errors, kvsim, r) for r in runs}
         loo = {r: pool.submit(leave_one_out, kvsim, runs, r, tmp) for r in runs}
         for r in runs:
             name = os.path.splitext(os.path.basename(r))[0]
-            a, b = ins[r].result(), loo[r].result()
+            a, b = in_futures[r].result(), loo[r].result()
+            in_results[r] = a
             for key, _ in METRICS:
                 if key in a and key in b:
                     rows[(name, key)] = (a[key], b[key])
@@ -86,6 +94,18 @@ def main():
         cells = [f"{rows[(n, k)][0]:+.1f} %" for k, _ in METRICS]
         cells += [f"{rows[(n, k)][1]:+.1f} %" for k, _ in METRICS]
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    stage_rows = []
+    for r in runs:
+        name = os.path.splitext(os.path.basename(r))[0]
+        a = in_results[r]
+        k = 1
+        while f"stage{k}.tpot_mean_ms" in a:
+            cells = [f"{a.get(f'stage{k}.{key}', float('nan')):+.1f} %" for key, _ in METRICS]
+            stage_rows.append(f"| {name} | {k} | " + " | ".join(cells) + " |")
+            k += 1
+    if stage_rows:
+        lines += ["", "In-sample error per load stage (the load slope of the error):", "",
+                  "| run | stage | TTFT | TPOT | E2E |", "|---|---|---|---|---|"] + stage_rows
     table = "\n".join(lines)
     print(table)
     if "--readme" in sys.argv:
