@@ -151,6 +151,250 @@ std::string RecordJson(const StepRecord& r, const RequestNames& names) {
 
 }  // namespace
 
+namespace {
+
+// The fast path for one request line: a strict subset of JSON (an object whose keys are the
+// five known ones, each at most once; an id string without escapes or an integer id; a
+// non-empty array of token ids in [0, 1000000); decimal integers without fraction, exponent
+// or leading '+'; spaces and tabs between tokens). It fills `r` and returns true, or returns
+// false for anything else — including a value out of range — and the caller parses the line
+// with nlohmann::json, which gives the same result for what this path accepts and the error
+// message for the rest. Most of a large file's time is its token arrays, which this path reads
+// without building a JSON tree.
+class FastLine {
+ public:
+  explicit FastLine(std::string_view s) : s_(s) {}
+
+  bool Parse(StepRequest& r, int64_t prompt_bound, bool& has_max_tokens) {
+    bool seen[5] = {false, false, false, false, false};
+    has_max_tokens = false;
+    if (!Eat('{')) return false;
+    for (bool first = true;; first = false) {
+      Skip();
+      if (Peek() == '}') {
+        if (first) return false;  // {} : let the DOM path report what is missing
+        ++p_;
+        break;
+      }
+      if (!first && !Eat(',')) return false;
+      std::string_view key;
+      if (!String(key) || !Eat(':')) return false;
+      int k = key == "id" ? 0 : key == "tokens" ? 1 : key == "max_tokens" ? 2
+              : key == "arrival_step" ? 3 : key == "priority" ? 4 : -1;
+      if (k < 0 || seen[k]) return false;
+      seen[k] = true;
+      Skip();
+      if (k == 0) {
+        std::string_view id;
+        if (Peek() == '"') {
+          if (!String(id)) return false;
+          r.id.assign(id);
+        } else {
+          // A non-negative integer id is its own text (the tree path dumps the number; a
+          // sign, as in -0, is left to it).
+          int64_t v = 0;
+          const size_t from = p_;
+          if (Peek() == '-' || !Int(v)) return false;
+          r.id.assign(s_.substr(from, p_ - from));
+        }
+      } else if (k == 1) {
+        if (!Eat('[')) return false;
+        r.tokens.clear();
+        for (bool f = true;; f = false) {
+          Skip();
+          if (Peek() == ']') {
+            if (f) return false;  // an empty list: the DOM path's message
+            ++p_;
+            break;
+          }
+          if (!f && !Eat(',')) return false;
+          Skip();
+          int64_t v = 0;
+          if (!Int(v) || v < 0 || v >= kFirstGeneratedTokenId) return false;
+          if (static_cast<int64_t>(r.tokens.size()) >= prompt_bound) return false;
+          r.tokens.push_back(static_cast<TokenId>(v));
+        }
+      } else {
+        int64_t v = 0;
+        if (!Int(v)) return false;
+        if (k == 2) {
+          if (v < 1 || v > kMaxOutputTokens) return false;
+          r.max_tokens = v;
+          has_max_tokens = true;
+        } else if (k == 3) {
+          if (v < 0 || v > kMaxArrivalStep) return false;
+          r.arrival_step = v;
+        } else {
+          if (v < -(int64_t{1} << 40) || v > (int64_t{1} << 40)) return false;
+          r.priority = v;
+        }
+      }
+    }
+    Skip();
+    return p_ == s_.size() && seen[0] && seen[1] && seen[2];
+  }
+
+ private:
+  char Peek() const { return p_ < s_.size() ? s_[p_] : '\0'; }
+  void Skip() {
+    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\t')) ++p_;
+  }
+  bool Eat(char c) {
+    Skip();
+    if (Peek() != c) return false;
+    ++p_;
+    return true;
+  }
+  // A string of printable ASCII without escapes.
+  bool String(std::string_view& out) {
+    Skip();
+    if (Peek() != '"') return false;
+    const size_t from = ++p_;
+    while (p_ < s_.size() && s_[p_] != '"') {
+      const unsigned char c = static_cast<unsigned char>(s_[p_]);
+      if (c == '\\' || c < 0x20 || c >= 0x7f) return false;
+      ++p_;
+    }
+    if (p_ >= s_.size()) return false;
+    out = s_.substr(from, p_ - from);
+    ++p_;
+    return true;
+  }
+  // A JSON integer of at most 15 digits (no fraction or exponent follows).
+  bool Int(int64_t& v) {
+    bool neg = false;
+    if (Peek() == '-') {
+      neg = true;
+      ++p_;
+    }
+    const size_t from = p_;
+    if (Peek() == '0' && p_ + 1 < s_.size() && s_[p_ + 1] >= '0' && s_[p_ + 1] <= '9') return false;
+    int64_t x = 0;
+    while (p_ < s_.size() && s_[p_] >= '0' && s_[p_] <= '9') {
+      if (p_ - from >= 15) return false;
+      x = x * 10 + (s_[p_] - '0');
+      ++p_;
+    }
+    if (p_ == from) return false;
+    const char next = Peek();
+    if (next == '.' || next == 'e' || next == 'E') return false;
+    v = neg ? -x : x;
+    return true;
+  }
+
+  std::string_view s_;
+  size_t p_ = 0;
+};
+
+// One line of REQUESTS.jsonl (not blank) into `out`; `seen` holds the ids so far.
+Status ParseStepRequestLine(const std::string& text, const std::string& path, int64_t line,
+                            int64_t prompt_bound, bool fast,
+                            std::unordered_set<std::string>& seen,
+                            std::vector<StepRequest>& out) {
+  if (static_cast<int64_t>(out.size()) >= kMaxRequests) {
+    // Checked after the line parsed as an object on the JSON path: keep that order.
+    nlohmann::json obj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (obj.is_discarded()) return LineError(path, line, "", "not valid JSON");
+    if (!obj.is_object()) return LineError(path, line, "", "expected a JSON object");
+    return LineError(path, line, "", fmt::format("more than {} requests", kMaxRequests));
+  }
+  if (fast) {
+    StepRequest r;
+    bool has_max_tokens = false;
+    if (FastLine(text).Parse(r, prompt_bound, has_max_tokens) && has_max_tokens &&
+        !seen.count(r.id)) {
+      seen.insert(r.id);
+      r.tokens.shrink_to_fit();  // the array grew by doubling; a stream holds millions
+      out.push_back(std::move(r));
+      return Status::Ok();
+    }
+  }
+  nlohmann::json obj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (obj.is_discarded()) return LineError(path, line, "", "not valid JSON");
+  if (!obj.is_object()) return LineError(path, line, "", "expected a JSON object");
+  StepRequest r;
+  auto id = obj.find("id");
+  if (id == obj.end()) return LineError(path, line, "id", "missing (required)");
+  if (id->is_string()) {
+    r.id = id->get<std::string>();
+  } else if (id->is_number_integer()) {
+    r.id = id->dump();
+  } else {
+    return LineError(path, line, "id", "expected a string");
+  }
+  if (!seen.insert(r.id).second) {
+    return LineError(path, line, "id", "'" + r.id + "' appears twice");
+  }
+  auto tokens = obj.find("tokens");
+  if (tokens == obj.end()) return LineError(path, line, "tokens", "missing (required)");
+  if (!tokens->is_array() || tokens->empty()) {
+    return LineError(path, line, "tokens", "expected a non-empty list of token ids");
+  }
+  if (static_cast<int64_t>(tokens->size()) > prompt_bound) {
+    return LineError(path, line, "tokens",
+                     fmt::format("{} tokens: a prompt must be shorter than max_model_len ({})",
+                                 tokens->size(), prompt_bound + 1));
+  }
+  r.tokens.reserve(tokens->size());
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const auto& t = (*tokens)[i];
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+        t.get<int64_t>() >= kFirstGeneratedTokenId) {
+      return LineError(path, line, fmt::format("tokens[{}]", i),
+                       "expected an integer token id in [0, 1000000)");
+    }
+    r.tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
+  }
+  auto max_tokens = IntField(obj, "max_tokens", path, line, std::nullopt, 1, kMaxOutputTokens);
+  if (!max_tokens.ok()) return max_tokens.status();
+  r.max_tokens = *max_tokens;
+  auto arrival = IntField(obj, "arrival_step", path, line, 0, 0, kMaxArrivalStep);
+  if (!arrival.ok()) return arrival.status();
+  r.arrival_step = *arrival;
+  auto prio = IntField(obj, "priority", path, line, 0, -(int64_t{1} << 40), int64_t{1} << 40);
+  if (!prio.ok()) return prio.status();
+  r.priority = *prio;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& k = it.key();
+    if (k != "id" && k != "tokens" && k != "max_tokens" && k != "arrival_step" &&
+        k != "priority") {
+      return LineError(path, line, k,
+                       "unknown key (known: id, tokens, max_tokens, arrival_step, priority)");
+    }
+  }
+  out.push_back(std::move(r));
+  return Status::Ok();
+}
+
+int64_t PromptBound(int64_t max_model_len) {
+  return max_model_len > 0 ? std::min(max_model_len - 1, kMaxPromptTokens) : kMaxPromptTokens;
+}
+
+}  // namespace
+
+Result<std::vector<StepRequest>> ParseStepRequests(std::string_view text, const std::string& path,
+                                                   int64_t max_model_len, bool fast) {
+  std::vector<StepRequest> out;
+  std::unordered_set<std::string> seen;
+  const int64_t prompt_bound = PromptBound(max_model_len);
+  int64_t line = 0;
+  size_t pos = 0;
+  std::string one;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    one.assign(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    ++line;
+    if (!one.empty() && one.back() == '\r') one.pop_back();
+    if (one.find_first_not_of(" \t") == std::string::npos) continue;
+    if (Status s = ParseStepRequestLine(one, path, line, prompt_bound, fast, seen, out); !s.ok())
+      return s;
+  }
+  if (out.empty()) return Status::Error("invalid_input", path + ": no requests in the file");
+  return out;
+}
+
 Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path,
                                                   int64_t max_model_len) {
   std::ifstream in(path);
@@ -159,69 +403,14 @@ Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path,
   std::unordered_set<std::string> seen;
   std::string text;
   int64_t line = 0;
-  const int64_t prompt_bound =
-      max_model_len > 0 ? std::min(max_model_len - 1, kMaxPromptTokens) : kMaxPromptTokens;
+  const int64_t prompt_bound = PromptBound(max_model_len);
   while (std::getline(in, text)) {
     ++line;
     if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;
-    nlohmann::json obj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (obj.is_discarded()) return LineError(path, line, "", "not valid JSON");
-    if (!obj.is_object()) return LineError(path, line, "", "expected a JSON object");
-    if (static_cast<int64_t>(out.size()) >= kMaxRequests) {
-      return LineError(path, line, "", fmt::format("more than {} requests", kMaxRequests));
-    }
-    StepRequest r;
-    auto id = obj.find("id");
-    if (id == obj.end()) return LineError(path, line, "id", "missing (required)");
-    if (id->is_string()) {
-      r.id = id->get<std::string>();
-    } else if (id->is_number_integer()) {
-      r.id = id->dump();
-    } else {
-      return LineError(path, line, "id", "expected a string");
-    }
-    if (!seen.insert(r.id).second) {
-      return LineError(path, line, "id", "'" + r.id + "' appears twice");
-    }
-    auto tokens = obj.find("tokens");
-    if (tokens == obj.end()) return LineError(path, line, "tokens", "missing (required)");
-    if (!tokens->is_array() || tokens->empty()) {
-      return LineError(path, line, "tokens", "expected a non-empty list of token ids");
-    }
-    if (static_cast<int64_t>(tokens->size()) > prompt_bound) {
-      return LineError(path, line, "tokens",
-                       fmt::format("{} tokens: a prompt must be shorter than max_model_len ({})",
-                                   tokens->size(), prompt_bound + 1));
-    }
-    r.tokens.reserve(tokens->size());
-    for (size_t i = 0; i < tokens->size(); ++i) {
-      const auto& t = (*tokens)[i];
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
-          t.get<int64_t>() >= kFirstGeneratedTokenId) {
-        return LineError(path, line, fmt::format("tokens[{}]", i),
-                         "expected an integer token id in [0, 1000000)");
-      }
-      r.tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
-    }
-    auto max_tokens = IntField(obj, "max_tokens", path, line, std::nullopt, 1, kMaxOutputTokens);
-    if (!max_tokens.ok()) return max_tokens.status();
-    r.max_tokens = *max_tokens;
-    auto arrival = IntField(obj, "arrival_step", path, line, 0, 0, kMaxArrivalStep);
-    if (!arrival.ok()) return arrival.status();
-    r.arrival_step = *arrival;
-    auto prio = IntField(obj, "priority", path, line, 0, -(int64_t{1} << 40), int64_t{1} << 40);
-    if (!prio.ok()) return prio.status();
-    r.priority = *prio;
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      const std::string& k = it.key();
-      if (k != "id" && k != "tokens" && k != "max_tokens" && k != "arrival_step" &&
-          k != "priority") {
-        return LineError(path, line, k,
-                         "unknown key (known: id, tokens, max_tokens, arrival_step, priority)");
-      }
-    }
-    out.push_back(std::move(r));
+    if (Status s = ParseStepRequestLine(text, path, line, prompt_bound, true, seen, out);
+        !s.ok())
+      return s;
   }
   if (in.bad()) return Status::Error("invalid_input", path + ": read error");
   if (out.empty()) return Status::Error("invalid_input", path + ": no requests in the file");

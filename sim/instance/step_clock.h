@@ -21,6 +21,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/kv_cache_manager.h"
@@ -45,6 +46,11 @@ inline constexpr TokenId kFirstGeneratedTokenId = 1000000;  // + step that sampl
 // Reads REQUESTS.jsonl; errors name the file and line (and the key), code "invalid_input".
 // Prompts must be shorter than `max_model_len` (0 = no bound beyond the global size bound).
 Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path, int64_t max_model_len);
+// The same from text (`path` names it in errors). `fast` = false parses every line as a JSON
+// tree; true (what ReadStepRequests does) first tries a strict fast path for the common shape
+// and falls back to the tree, with the same results and errors either way (fuzzed).
+Result<std::vector<StepRequest>> ParseStepRequests(std::string_view text, const std::string& path,
+                                                   int64_t max_model_len, bool fast = true);
 
 struct StepRecord;
 // Sees the instance's KV cache manager (and the CPU tier's driver, or null) each time a record
