@@ -144,10 +144,9 @@ def scenario(c):
         out.append(f"  dp: {c['dp']}")
     # Expert parallelism: an explicit size, or vLLM's --enable-expert-parallel (EP = TP x DP).
     ep = c.get("ep", 1)
-    if isinstance(ep, bool) or c.get("expert_parallel") or c.get("enable_expert_parallel"):
-        ep = c["tp"] * c.get("dp", 1) if (ep is True or c.get("expert_parallel")
-                                          or c.get("enable_expert_parallel")) else 1
-    if ep > 1:
+    if ep is True or c.get("expert_parallel") or c.get("enable_expert_parallel"):
+        ep = c["tp"] * c.get("dp", 1)
+    if ep is not False and ep > 1:
         out.append(f"  ep: {ep}")
     out.append(f"hardware:\n  preset: {hardware_for(c['gpu'])}")
     cache = ["cache:", f"  block_size: {kv.get('block_size', 16)}"]

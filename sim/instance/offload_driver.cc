@@ -209,9 +209,11 @@ OffloadStepRecord OffloadDriver::EndDecision(const StepPlan& plan,
       record_.evicted.push_back({e.origin.request, e.origin.block_index});
     if (has_window_groups_) {
       // vLLM watches a store's sliding-window source blocks from its creation.
-      const SimRequest* owner = nullptr;
-      for (const ScheduledChunk& c : plan.scheduled)
-        if (c.req->id.value() == j.request) owner = c.req;
+      auto scheduled = std::find_if(plan.scheduled.begin(), plan.scheduled.end(),
+                                    [&](const ScheduledChunk& c) {
+                                      return c.req->id.value() == j.request;
+                                    });
+      const SimRequest* owner = scheduled != plan.scheduled.end() ? scheduled->req : nullptr;
       if (owner != nullptr && owner->kv_handle != kNoRequestHandle) {
         const RequestHandle h = owner->kv_handle;
         WatchWindowBlocks(j, [&](int g) { return kv_->blocks(h, g); });

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -370,51 +371,40 @@ int64_t PromptBound(int64_t max_model_len) {
   return max_model_len > 0 ? std::min(max_model_len - 1, kMaxPromptTokens) : kMaxPromptTokens;
 }
 
-}  // namespace
-
-Result<std::vector<StepRequest>> ParseStepRequests(std::string_view text, const std::string& path,
-                                                   int64_t max_model_len, bool fast) {
+// Every non-blank line of `in`, in order (a trailing '\r' dropped), through the line parser.
+Result<std::vector<StepRequest>> ParseStepRequestStream(std::istream& in, const std::string& path,
+                                                        int64_t max_model_len, bool fast) {
   std::vector<StepRequest> out;
   std::unordered_set<std::string> seen;
   const int64_t prompt_bound = PromptBound(max_model_len);
-  int64_t line = 0;
-  size_t pos = 0;
-  std::string one;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    one.assign(text.substr(pos, nl - pos));
-    pos = nl + 1;
-    ++line;
-    if (!one.empty() && one.back() == '\r') one.pop_back();
-    if (one.find_first_not_of(" \t") == std::string::npos) continue;
-    if (Status s = ParseStepRequestLine(one, path, line, prompt_bound, fast, seen, out); !s.ok())
-      return s;
-  }
-  if (out.empty()) return Status::Error("invalid_input", path + ": no requests in the file");
-  return out;
-}
-
-Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path,
-                                                  int64_t max_model_len) {
-  std::ifstream in(path);
-  if (!in) return Status::Error("invalid_input", path + ": cannot open the requests file");
-  std::vector<StepRequest> out;
-  std::unordered_set<std::string> seen;
   std::string text;
   int64_t line = 0;
-  const int64_t prompt_bound = PromptBound(max_model_len);
   while (std::getline(in, text)) {
     ++line;
     if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;
-    if (Status s = ParseStepRequestLine(text, path, line, prompt_bound, true, seen, out);
+    if (Status s = ParseStepRequestLine(text, path, line, prompt_bound, fast, seen, out);
         !s.ok())
       return s;
   }
   if (in.bad()) return Status::Error("invalid_input", path + ": read error");
   if (out.empty()) return Status::Error("invalid_input", path + ": no requests in the file");
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<StepRequest>> ParseStepRequests(std::string_view text, const std::string& path,
+                                                   int64_t max_model_len, bool fast) {
+  std::istringstream in{std::string(text)};
+  return ParseStepRequestStream(in, path, max_model_len, fast);
+}
+
+Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path,
+                                                  int64_t max_model_len) {
+  std::ifstream in(path);
+  if (!in) return Status::Error("invalid_input", path + ": cannot open the requests file");
+  return ParseStepRequestStream(in, path, max_model_len, /*fast=*/true);
 }
 
 void RecordOffloadDecision(const StepPlan& plan, const SchedulerState& state,

@@ -31,25 +31,21 @@ std::string Json(const std::vector<const PointResult*>& results, const RunReport
       jp["summary"] = nlohmann::ordered_json::parse(r->summary_json);
       if (!r->rejections.empty()) jp["rejections"] = r->rejections;
       if (r->reference) {
-        nlohmann::ordered_json jr = nlohmann::ordered_json::array();
-        for (const MetricComparison& c : r->reference->rows) {
-          jr.push_back({{"metric", c.metric},
-                        {"simulated", c.simulated},
-                        {"measured", c.measured},
-                        {"error", c.error}});
-        }
-        jp["reference"] = jr;
+        auto rows_json = [](const std::vector<MetricComparison>& rows) {
+          nlohmann::ordered_json j = nlohmann::ordered_json::array();
+          for (const MetricComparison& c : rows) {
+            j.push_back({{"metric", c.metric},
+                         {"simulated", c.simulated},
+                         {"measured", c.measured},
+                         {"error", c.error}});
+          }
+          return j;
+        };
+        jp["reference"] = rows_json(r->reference->rows);
         if (!r->reference->stages.empty()) {
           nlohmann::ordered_json js = nlohmann::ordered_json::array();
           for (const auto& [stage, rows] : r->reference->stages) {
-            nlohmann::ordered_json jrows = nlohmann::ordered_json::array();
-            for (const MetricComparison& c : rows) {
-              jrows.push_back({{"metric", c.metric},
-                               {"simulated", c.simulated},
-                               {"measured", c.measured},
-                               {"error", c.error}});
-            }
-            js.push_back({{"stage", stage}, {"rows", jrows}});
+            js.push_back({{"stage", stage}, {"rows", rows_json(rows)}});
           }
           jp["reference_stages"] = js;
         }
