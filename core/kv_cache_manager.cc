@@ -375,11 +375,18 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
   }
 
   // The coordinator's fixed point over the spec groups (§5.5): each unit's hit bounds the
-  // next unit's search until no unit shortens it.
+  // next unit's search until no unit shortens it. With EAGLE a unit drops its last block at
+  // most once per candidate length (vLLM's eagle_verified; a unit that shortens the length
+  // without dropping resets that), and a dropping lookup looks one block past the candidate
+  // (eagle_margin) so the drop lands back on it. One full-attention unit plus one other
+  // converges in one pass, and vLLM stops there (is_simple_hybrid).
   int64_t L = max_len;
   int64_t longest_single = 0;
   bool first = true;
   std::vector<int64_t> prefix_closed_count(m.spec_groups.size(), 0);
+  std::vector<uint8_t> eagle_verified(m.spec_groups.size(), 0);
+  const bool simple_hybrid =
+      m.spec_groups.size() == 2 && m.spec_groups[0].policy->hit_is_prefix_closed();
   while (true) {
     const int64_t L0 = L;
     for (size_t s = 0; s < m.spec_groups.size(); ++s) {
@@ -391,11 +398,17 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
         nblocks = std::min(prefix_closed_count[s], L / B);
         prefix_closed_count[s] = nblocks;
       } else {
+        const bool drop = config_.use_eagle && eagle_verified[s] == 0;
+        const int64_t search = drop && p.hit_drops_eagle_block() ? std::min(L + B, max_len) : L;
         for (int32_t g : sg.gids) m.hit_blocks[static_cast<size_t>(g)].clear();
         m.lookup.resize(sg.gids.size());
         const HitProbe cached(pool_, hashes.data(), B / m.hash_block, sg.gids);
         const HitSink put(m.hit_blocks, sg.gids);
-        nblocks = p.FindHit(L, cached, put, m.lookup.data());
+        nblocks = p.FindHit(search, drop, cached, put, m.lookup.data());
+        if (drop)
+          eagle_verified[s] = 1;
+        else if (nblocks * B < L)
+          std::fill(eagle_verified.begin(), eagle_verified.end(), 0);
         if (p.hit_is_prefix_closed()) prefix_closed_count[s] = nblocks;
         for (int32_t g : sg.gids)
           m.hit_blocks[static_cast<size_t>(g)].resize(static_cast<size_t>(nblocks), kNullBlock);
@@ -405,7 +418,7 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
       L = std::min(L, tok);
     }
     first = false;
-    if (L == L0 || m.spec_groups.size() == 1) break;
+    if (L == L0 || m.spec_groups.size() == 1 || simple_hybrid) break;
   }
   for (size_t g = 0; g < config_.groups.size(); ++g) {
     const int64_t n = L / config_.groups[g].block_size;
@@ -544,8 +557,12 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
   RequestState& r = m.req(h);
   KVSIM_CHECK(r.live);
   const size_t ng = config_.groups.size();
-  int64_t to_cache = std::min(num_tokens, r.hasher.num_tokens());
-  if (ng > 1) to_cache = to_cache / m.sched_block * m.sched_block;
+  const int64_t computed = std::min(num_tokens, r.hasher.num_tokens());
+  // Several groups cache up to a scheduler-block boundary. [latest] With EAGLE each group
+  // caches one block more when it has it: the block a dropping lookup peeks at (vLLM #44082).
+  const int64_t aligned = ng > 1 ? computed / m.sched_block * m.sched_block : computed;
+  const bool eagle_lookahead =
+      ng > 1 && config_.use_eagle && config_.semantics == VllmSemantics::kLatest && aligned > 0;
   const std::vector<BlockHash>& hashes = r.hasher.hashes();
   // The hit boundaries a sparse group must keep: the replay boundary and the junction.
   const int64_t boundaries[2] = {r.num_prompt_tokens - 1, r.shared_prefix_boundary};
@@ -555,6 +572,7 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
     GroupBlockTable& t = r.groups[g];
     const int64_t B = p.block_size();
     const int64_t k = m.hash_ratio[g];
+    const int64_t to_cache = eagle_lookahead ? std::min(computed, aligned + B) : aligned;
     const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(t.blocks.size()));
     const int64_t j0 = t.num_cached;
     if (nfull > j0) {

@@ -8,7 +8,7 @@
 // (GroupBlockTable) in the manager, and both are passed in.
 //
 // Contract (all lengths in tokens unless named blocks; B = the group's block size):
-//   - FindHit(L, cached, put, buf): vLLM's find_longest_cache_hit over the request's first
+//   - FindHit(L, drop_eagle, cached, put, buf): vLLM's find_longest_cache_hit over the request's first
 //     L tokens. Works in blocks of B, returns the hit length n in blocks (the hit is n·B
 //     tokens, a multiple of the scheduler block unless the kind says otherwise). Positions it
 //     found cached are reported through `put(j, blocks)`; positions below n never put are
@@ -153,8 +153,13 @@ class KvGroupPolicy {
   int64_t block_size() const { return group_.block_size; }
 
   // ---- Prefix hits ---------------------------------------------------------------------
-  virtual int64_t FindHit(int64_t max_length, const HitProbe& cached, const HitSink& put,
-                          BlockId* buf) const = 0;
+  // `drop_eagle`: this lookup drops the EAGLE/MTP block (the coordinator decides, once per
+  // candidate length); kinds whose hits never drop it (chunked local, Mamba) ignore it.
+  virtual int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
+                          const HitSink& put, BlockId* buf) const = 0;
+  // The hit finder drops the EAGLE block when asked, so the coordinator looks one block
+  // further (vLLM's eagle_margin) to land back on the candidate length.
+  virtual bool hit_drops_eagle_block() const { return false; }
   virtual bool hit_is_prefix_closed() const { return false; }
   virtual bool defers_hits_cached_this_step() const { return false; }
 

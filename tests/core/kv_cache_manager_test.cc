@@ -232,7 +232,7 @@ TEST_CASE("8.12 sliding-window hit", "[kv_manager][8.12]") {
   auto swa = [&](const std::vector<bool>& pat) {
     const int64_t max_len = static_cast<int64_t>(pat.size()) * B;
     return RunPattern(pat, [&](auto& c, auto& p, int* buf) {
-      return FindSlidingWindowHit(max_len, B, W, B, false, c, p, buf);
+      return FindSlidingWindowHit(max_len, B, W, B, false, false, c, p, buf);
     });
   };
   const bool T = true, F = false;
@@ -410,6 +410,91 @@ TEST_CASE("8.16 different block sizes: LCM alignment", "[kv_manager][8.16]") {
   m.mutable_pool().EvictCachedBlock(11);
   m.CheckInvariants();
   CHECK(hit_of(113) == 64);  // SWA alone would allow 80, but hits are multiples of 32
+}
+
+// EAGLE in a hybrid (reference §5.4–5.5; docs/vllm-latest-hybrid.md §6): each lookup unit
+// drops its last block once per candidate length, a dropping lookup looks one block past the
+// candidate, and one full-attention unit plus one other stops after one pass. Full 16 + SWA
+// (B 16, W 32: a hit needs cdiv(31, 16) = 2 blocks, 3 with EAGLE), dense caching. A 97-token
+// prompt leaves blocks 0–5 cached in both groups. The same prompt again (max 96 tokens):
+//   full: blocks 0–5 hit, drop one → 80;
+//   SWA: looks up to min(80 + 16, 96) = 96 → the run 3, 4, 5 ends at block 6, drop one → 80.
+// Hit 80, the single-group EAGLE hit. Re-running the SWA lookup on each shortened length
+// (dropping again each time) would spiral down to 0 (vLLM issue #32802).
+TEST_CASE("EAGLE in a full + SWA hybrid drops one block once", "[kv_manager][eagle]") {
+  const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
+  for (const bool eagle : {false, true}) {
+    KvCacheManagerConfig c;
+    c.groups.push_back({KvGroupKind::kFullAttention, 16});
+    c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 32});
+    c.num_blocks = 40;
+    c.semantics = sem;
+    c.use_eagle = eagle;
+    c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
+    REQUIRE(c.Validate().ok());
+    KvCacheManager m(c);
+    auto r0 = AdmitNew(m, Range(0, 97));
+    REQUIRE(r0.ok);
+    m.RemoveRequest(r0.h);
+    auto r1 = AdmitNew(m, Range(0, 97));
+    REQUIRE(r1.ok);
+    CHECK(r1.hit.num_tokens == (eagle ? 80 : 96));
+    CHECK(m.blocks(r1.h, 0).size() == 7);
+  }
+}
+
+// The SWA finder with EAGLE when the block (16) is finer than the alignment (32), W 17: a
+// hit needs cdiv(16, 16) + 1 = 2 blocks. Classic checks a run's right end at block i + 1
+// and drops without re-aligning; latest checks where the run ends after the drop (block i)
+// and re-aligns after it.
+TEST_CASE("SWA hit with EAGLE and a coarser alignment", "[kv_manager][eagle]") {
+  const bool T = true, F = false;
+  auto swa = [](const std::vector<bool>& pat, int64_t W, bool latest) {
+    const int64_t max_len = static_cast<int64_t>(pat.size()) * 16;
+    return RunPattern(pat, [&](auto& c, auto& p, int* buf) {
+      return FindSlidingWindowHit(max_len, 16, W, 32, true, latest, c, p, buf);
+    });
+  };
+  // Blocks 0–5 cached. Classic: block 5 ends at 96 (aligned), run 4–5 → 6, drop → 5 (80
+  // tokens, off the alignment). Latest: block 5 would end at 80 after the drop, skipped;
+  // run 3–4 → 5, drop → 4 (64 tokens).
+  const std::vector<bool> six(6, T);
+  CHECK(swa(six, 17, false).n == 5);
+  CHECK(swa(six, 17, true).n == 4);
+  // W 49: 3 + 1 = 4 blocks needed; only blocks 0–2 cached, so the leading run counts.
+  // Classic: block 2 ends at 48 (not aligned) and is skipped; run 0–1 → 2, drop → 1.
+  // Latest: block 2 ends at 32 after the drop, kept; run 0–2 → 3, re-aligned → 2, drop → 1,
+  // re-aligned → 0.
+  const std::vector<bool> three{T, T, T, F, F, F};
+  CHECK(swa(three, 49, false).n == 1);
+  CHECK(swa(three, 49, true).n == 0);
+}
+
+// [latest] With EAGLE a hybrid caches one group block past the scheduler-block boundary (the
+// block a dropping lookup peeks at). Full 32 + SWA 16 (scheduler block 32), an 81-token
+// prompt: the boundary is 64; full attention caches 2 blocks either way; SWA caches
+// min(81, 64 + 16) / 16 = 5 blocks in latest, 64 / 16 = 4 in classic.
+TEST_CASE("EAGLE lookahead block cached past the scheduler block", "[kv_manager][eagle]") {
+  for (const auto sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    KvCacheManagerConfig c;
+    c.groups.push_back({KvGroupKind::kFullAttention, 32});
+    c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 17});
+    c.num_blocks = 40;
+    c.semantics = sem;
+    c.use_eagle = true;
+    c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
+    REQUIRE(c.Validate().ok());
+    KvCacheManager m(c);
+    auto r = AdmitNew(m, Range(0, 81));
+    REQUIRE(r.ok);
+    auto cached = [&](int g) {
+      int n = 0;
+      for (BlockId b : m.blocks(r.h, g)) n += m.pool().is_cached(b);
+      return n;
+    };
+    CHECK(cached(0) == 2);
+    CHECK(cached(1) == (sem == VllmSemantics::kLatest ? 5 : 4));
+  }
 }
 
 TEST_CASE("8.17 Mamba align: shared prefix and the aligned split", "[kv_manager][8.17]") {
