@@ -79,6 +79,18 @@ Status KvCacheManagerConfig::Validate() const {
                          "latest");
   const int64_t hb = resolved_hash_block_size();
   if (hb <= 0) return Status::Error("bad_block_size", "hash block size must be positive");
+  // vLLM keeps one checkpoint per interval-sized segment of scheduler blocks, and refuses an
+  // interval that is not a whole number of them when a group caches sparsely.
+  const bool sparse_capable = std::any_of(groups.begin(), groups.end(), [](const auto& g) {
+    return g.kind == KvGroupKind::kSlidingWindow || g.kind == KvGroupKind::kMamba;
+  });
+  if (sparse_capable && prefix_cache_retention_interval > 0 &&
+      prefix_cache_retention_interval % scheduler_block_size() != 0)
+    return Status::Error("bad_retention",
+                         "prefix_cache_retention_interval " +
+                             std::to_string(prefix_cache_retention_interval) +
+                             " is not a multiple of the scheduler block size " +
+                             std::to_string(scheduler_block_size()));
   for (size_t i = 0; i < groups.size(); ++i) {
     if (groups[i].block_size % hb != 0)
       return Status::Error("bad_block_size", "group " + std::to_string(i) + " block size " +

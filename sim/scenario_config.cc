@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "core/kv_cache_manager.h"
+
 namespace kvsim {
 namespace {
 
@@ -45,7 +47,16 @@ SourcePos FindKey(const ConfigNode& tree, const std::string& path) {
 
 Result<KvCachePlan> Scenario::Plan() const {
   auto plan = PlanKvCache(model, draft ? &*draft : nullptr, cache);
-  if (plan.ok()) return plan;
+  if (plan.ok()) {
+    // The retention interval is checked against the scheduler block, which only the plan
+    // knows (a whole number of scheduler blocks when a group caches sparsely).
+    auto kv = KvCacheManagerConfigFromPlan(plan.value());
+    if (!kv.ok() && kv.status().code() == "bad_retention")
+      return Status::Error("bad_value", Where("cache.prefix_cache_retention_interval") +
+                                            ": cache.prefix_cache_retention_interval: " +
+                                            kv.status().message());
+    return plan;
+  }
   const Status& s = plan.status();
   const std::string key = LeadingKeyPath(s.message());
   SourcePos pos = key.empty() ? SourcePos{} : FindKey(tree, key);

@@ -18,6 +18,7 @@ check "curve" 0 "$kvsim" replay "$tok" --block-size 16 --curve
 check "retention null" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid swa:128 --prefix-cache-retention-interval null
 check "retention 64" 0 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid mamba-all --prefix-cache-retention-interval 64
 check "retention bad" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid mamba-all --prefix-cache-retention-interval -3
+check "retention not a block multiple" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid mamba-all --prefix-cache-retention-interval 40
 check "retention classic" 2 "$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid mamba-all --vllm-semantics classic --prefix-cache-retention-interval 0
 out=$("$kvsim" replay "$tok" --block-size 16 --num-blocks 300 --hybrid swa:128 --json --prefix-cache-retention-interval null)
 echo "$out" | grep -q '"prefix_cache_retention_interval": null' || { echo "FAIL retention null not reported: $out"; fail=1; }

@@ -312,6 +312,13 @@ TEST_CASE("Retention settings: profile defaults and validation", "[retention]") 
   CHECK(c.Validate().ok());
   c.prefix_cache_retention_interval = -5;
   CHECK_FALSE(c.Validate().ok());
+  // A positive interval is a whole number of scheduler blocks (16 here).
+  c.prefix_cache_retention_interval = 64;
+  CHECK(c.Validate().ok());
+  c.prefix_cache_retention_interval = 40;
+  const Status bad = c.Validate();
+  CHECK_FALSE(bad.ok());
+  CHECK(bad.message().find("multiple of the scheduler block size 16") != std::string::npos);
 }
 
 }  // namespace

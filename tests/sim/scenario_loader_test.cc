@@ -290,14 +290,18 @@ TEST_CASE("cache.prefix_cache_retention_interval: 0, N, null; bad values named")
   auto sc = Load(d.Write("a.yaml", base + "  vllm_semantics: latest\n"));
   REQUIRE(sc.ok());
   CHECK(sc->cache.prefix_cache_retention_interval == -2);  // the profile's default
-  sc = Load(d.Write("b.yaml", base + "  prefix_cache_retention_interval: 4096\n"));
+  // Qwen3.5's scheduler block is 1056 tokens: an interval is a whole number of them.
+  sc = Load(d.Write("b.yaml", base + "  prefix_cache_retention_interval: 4224\n"));
   REQUIRE(sc.ok());
-  CHECK(sc->cache.prefix_cache_retention_interval == 4096);
+  CHECK(sc->cache.prefix_cache_retention_interval == 4224);
   auto plan = sc->Plan();
   REQUIRE(plan.ok());
   auto mc = KvCacheManagerConfigFromPlan(plan.value());
   REQUIRE(mc.ok());
-  CHECK(mc->effective_retention_interval() == 4096);
+  CHECK(mc->effective_retention_interval() == 4224);
+  ExpectError(LoadAndPlan(d.Write("b2.yaml", base + "  prefix_cache_retention_interval: 4096\n")),
+              "bad_value",
+              {"b2.yaml:4", "cache.prefix_cache_retention_interval", "scheduler block size 1056"});
   sc = Load(d.Write("c.yaml", base + "  prefix_cache_retention_interval: null\n"));
   REQUIRE(sc.ok());
   CHECK(sc->cache.prefix_cache_retention_interval == -1);
