@@ -107,10 +107,8 @@ class EngineSimulation : public Simulation {
     ReferenceComparison out{ref.source, kvsim::CompareWithReference(summary_, ref.summary), {}};
     const std::vector<LoadStage>& stages = e_->scenario().sim.workload.stages;
     if (!ref.stages.empty() && ref.stages.size() == stages.size()) {
-      std::vector<double> durations;
-      for (const LoadStage& st : stages) durations.push_back(st.duration_s);
       const std::vector<MetricValues> simulated =
-          StageMetrics(e_->metrics().records(), durations);
+          StageMetrics(e_->metrics().records(), StageDurations(stages));
       for (size_t k = 0; k < stages.size(); ++k) {
         out.stages.emplace_back(fmt::format("stage {} ({:g}/s for {:g} s)", k + 1,
                                             stages[k].rate_per_s, stages[k].duration_s),

@@ -51,6 +51,14 @@ struct LoadStage {
   double duration_s = 1;
 };
 
+// The stages' durations in order (what StageMetrics splits arrival time by).
+inline std::vector<double> StageDurations(const std::vector<LoadStage>& stages) {
+  std::vector<double> d;
+  d.reserve(stages.size());
+  for (const LoadStage& st : stages) d.push_back(st.duration_s);
+  return d;
+}
+
 struct WorkloadConfig {
   std::string kind = "shared_prefix";
   int64_t num_requests = 1000;      // cap on requests created (0 = no cap)
