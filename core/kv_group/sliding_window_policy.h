@@ -18,23 +18,21 @@ namespace kvsim {
 
 // The hit needs c = cdiv(W − 1, B) consecutive cached blocks ending at the boundary (c + 1
 // with EAGLE, then one dropped). Scan right to left; a run may only start (at its right end)
-// on an aligned boundary. Without a full run, the leading run from block 0, re-aligned.
-// `align_after_drop` [latest]: with EAGLE and B ≠ alignment, the boundary a run starts on is
-// checked where it will be after the drop (block i, not i + 1), and the hit is re-aligned
-// after the drop (hybrid models whose groups have different block sizes).
+// on an aligned boundary. Without a full run, the leading run from block 0, re-aligned. With
+// EAGLE and B ≠ alignment, the boundary a run starts on is checked where it will be after
+// the drop (block i, not i + 1), and the hit is re-aligned after the drop (hybrids whose
+// groups have different block sizes, e.g. Gemma 4).
 template <class Cached, class Put, class Id>
 int64_t FindSlidingWindowHit(int64_t max_length, int64_t B, int64_t window, int64_t alignment,
-                             bool use_eagle, bool align_after_drop, Cached&& cached, Put&& put,
-                             Id* buf) {
+                             bool use_eagle, Cached&& cached, Put&& put, Id* buf) {
   int64_t need = (window - 1 + B - 1) / B;
   if (use_eagle) ++need;
   const int64_t nmax = max_length / B;
-  const bool check_after_drop = use_eagle && align_after_drop;
   int64_t run = 0;
   int64_t n = -1;
   for (int64_t i = nmax - 1; i >= 0; --i) {
     if (cached(i, buf)) {
-      const int64_t boundary = check_after_drop ? i : i + 1;
+      const int64_t boundary = use_eagle ? i : i + 1;
       if (run == 0 && B != alignment && (boundary * B) % alignment != 0) continue;
       put(i, buf);
       ++run;
@@ -52,7 +50,7 @@ int64_t FindSlidingWindowHit(int64_t max_length, int64_t B, int64_t window, int6
   }
   if (use_eagle && n > 0) {
     --n;
-    while (align_after_drop && B != alignment && n > 0 && (n * B) % alignment != 0) --n;
+    while (B != alignment && n > 0 && (n * B) % alignment != 0) --n;
   }
   return n;
 }

@@ -232,7 +232,7 @@ TEST_CASE("8.12 sliding-window hit", "[kv_manager][8.12]") {
   auto swa = [&](const std::vector<bool>& pat) {
     const int64_t max_len = static_cast<int64_t>(pat.size()) * B;
     return RunPattern(pat, [&](auto& c, auto& p, int* buf) {
-      return FindSlidingWindowHit(max_len, B, W, B, false, false, c, p, buf);
+      return FindSlidingWindowHit(max_len, B, W, B, false, c, p, buf);
     });
   };
   const bool T = true, F = false;
@@ -443,31 +443,83 @@ TEST_CASE("EAGLE in a full + SWA hybrid drops one block once", "[kv_manager][eag
   }
 }
 
+// vLLM's own EAGLE hybrid case (tests/v1/core/test_prefix_caching.py,
+// test_prefill_hybrid_model_eagle, in its coordinated single-drop form): full + 2 × SWA
+// (W 31: 2 blocks, 3 with EAGLE), block 16. Request 0 (96 + 7 tokens) caches blocks 0–5 of
+// every group (full 1–6, SWA 8–13 and 15–20); a request with the same 96 tokens + 5 hits
+// 5 blocks (80 tokens): full 1–5, SWA [null, null, 10, 11, 12], of which the table keeps
+// [null, null, null, 11, 12] (with 80 tokens computed the window starts at token 80 − 31 + 1
+// = 50, so block 2 is skipped when the hit is added). With cached hashes removed:
+//   SWA block 0 gone (outside the window)        → 5;   full block 0 gone → 0;
+//   block 5 gone in every group, or in full only → 4 (full hits 5, drops one);
+//   SWA block 4 gone in one SWA group             → 3 (the run 1–3 ends at 4, drops one);
+//   full block 5 and SWA block 0 gone             → 4.
+TEST_CASE("vLLM's hybrid EAGLE case: full + 2 SWA", "[kv_manager][eagle]") {
+  const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
+  const auto common = [] {
+    std::vector<TokenId> t;
+    for (int i = 0; i < 6; ++i)
+      for (int k = 0; k < 16; ++k) t.push_back(i);
+    return t;
+  }();
+  auto run = [&](const Ids& evict, Ids* full = nullptr, Ids* swa = nullptr) {
+    KvCacheManagerConfig c;
+    c.groups.push_back({KvGroupKind::kFullAttention, 16});
+    c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 31});
+    c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 31});
+    c.num_blocks = 31;
+    c.semantics = sem;
+    c.use_eagle = true;
+    c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
+    KvCacheManager m(c);
+    auto r0 = AdmitNew(m, Concat(common, Repeat(6, 7)));
+    REQUIRE(r0.ok);
+    REQUIRE(Blocks(m, r0.h, 0) == Ids{1, 2, 3, 4, 5, 6, 7});
+    REQUIRE(Blocks(m, r0.h, 1) == Ids{8, 9, 10, 11, 12, 13, 14});
+    REQUIRE(Blocks(m, r0.h, 2) == Ids{15, 16, 17, 18, 19, 20, 21});
+    m.RemoveRequest(r0.h);
+    for (BlockId b : evict) REQUIRE(m.mutable_pool().EvictCachedBlock(b));
+    const RequestHandle h = m.AddRequest(Concat(common, Repeat(6, 5)));
+    const PrefixHit hit = m.GetComputedBlocks(h, 0);
+    if (full != nullptr) {
+      REQUIRE(m.AllocateSlots(h, 0, 101 - hit.num_tokens, hit.num_tokens));
+      *full = Blocks(m, h, 0);
+      *swa = Blocks(m, h, 1);
+    }
+    return hit.num_tokens / 16;
+  };
+  Ids full, swa;
+  CHECK(run({}, &full, &swa) == 5);
+  CHECK(Ids(full.begin(), full.begin() + 5) == Ids{1, 2, 3, 4, 5});
+  CHECK(Ids(swa.begin(), swa.begin() + 5) == Ids{0, 0, 0, 11, 12});
+  CHECK(run({8, 15}) == 5);
+  CHECK(run({1}) == 0);
+  CHECK(run({6, 13, 20}) == 4);
+  CHECK(run({6}) == 4);
+  CHECK(run({12}) == 3);
+  CHECK(run({19}) == 3);
+  CHECK(run({6, 8, 15}) == 4);
+}
+
 // The SWA finder with EAGLE when the block (16) is finer than the alignment (32), W 17: a
-// hit needs cdiv(16, 16) + 1 = 2 blocks. Classic checks a run's right end at block i + 1
-// and drops without re-aligning; latest checks where the run ends after the drop (block i)
-// and re-aligns after it.
+// hit needs cdiv(16, 16) + 1 = 2 blocks. A run's right end is checked where it will be after
+// the drop (block i, not i + 1), and the hit is re-aligned after the drop.
 TEST_CASE("SWA hit with EAGLE and a coarser alignment", "[kv_manager][eagle]") {
   const bool T = true, F = false;
-  auto swa = [](const std::vector<bool>& pat, int64_t W, bool latest) {
+  auto swa = [](const std::vector<bool>& pat, int64_t W) {
     const int64_t max_len = static_cast<int64_t>(pat.size()) * 16;
     return RunPattern(pat, [&](auto& c, auto& p, int* buf) {
-      return FindSlidingWindowHit(max_len, 16, W, 32, true, latest, c, p, buf);
+      return FindSlidingWindowHit(max_len, 16, W, 32, true, c, p, buf);
     });
   };
-  // Blocks 0–5 cached. Classic: block 5 ends at 96 (aligned), run 4–5 → 6, drop → 5 (80
-  // tokens, off the alignment). Latest: block 5 would end at 80 after the drop, skipped;
-  // run 3–4 → 5, drop → 4 (64 tokens).
-  const std::vector<bool> six(6, T);
-  CHECK(swa(six, 17, false).n == 5);
-  CHECK(swa(six, 17, true).n == 4);
-  // W 49: 3 + 1 = 4 blocks needed; only blocks 0–2 cached, so the leading run counts.
-  // Classic: block 2 ends at 48 (not aligned) and is skipped; run 0–1 → 2, drop → 1.
-  // Latest: block 2 ends at 32 after the drop, kept; run 0–2 → 3, re-aligned → 2, drop → 1,
-  // re-aligned → 0.
-  const std::vector<bool> three{T, T, T, F, F, F};
-  CHECK(swa(three, 49, false).n == 1);
-  CHECK(swa(three, 49, true).n == 0);
+  // Blocks 0–5 cached: block 5 would end at 80 after the drop (not aligned), skipped; the run
+  // 3–4 → 5, drop → 4 (64 tokens). Checking block 5's own end (96) would give 6, drop → 5:
+  // 80 tokens, off the alignment.
+  CHECK(swa(std::vector<bool>(6, T), 17).n == 4);
+  // W 49: 3 + 1 = 4 blocks needed; only blocks 0–2 cached, so the leading run counts. Block 2
+  // ends at 32 after the drop, kept; run 0–2 → 3, re-aligned → 2, drop → 1, re-aligned → 0.
+  // Without the re-alignment after the drop: 1 (16 tokens).
+  CHECK(swa({T, T, T, F, F, F}, 49).n == 0);
 }
 
 // [latest] With EAGLE a hybrid caches one group block past the scheduler-block boundary (the
