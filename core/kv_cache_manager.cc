@@ -86,11 +86,10 @@ Status KvCacheManagerConfig::Validate() const {
   });
   if (sparse_capable && prefix_cache_retention_interval > 0 &&
       prefix_cache_retention_interval % scheduler_block_size() != 0)
-    return Status::Error("bad_retention",
-                         "prefix_cache_retention_interval " +
-                             std::to_string(prefix_cache_retention_interval) +
-                             " is not a multiple of the scheduler block size " +
-                             std::to_string(scheduler_block_size()));
+    return Status::Error("bad_retention", "prefix_cache_retention_interval " +
+                                              std::to_string(prefix_cache_retention_interval) +
+                                              " is not a multiple of the scheduler block size " +
+                                              std::to_string(scheduler_block_size()));
   for (size_t i = 0; i < groups.size(); ++i) {
     if (groups[i].block_size % hb != 0)
       return Status::Error("bad_block_size", "group " + std::to_string(i) + " block size " +

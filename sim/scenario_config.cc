@@ -52,9 +52,9 @@ Result<KvCachePlan> Scenario::Plan() const {
     // knows (a whole number of scheduler blocks when a group caches sparsely).
     auto kv = KvCacheManagerConfigFromPlan(plan.value());
     if (!kv.ok() && kv.status().code() == "bad_retention")
-      return Status::Error("bad_value", Where("cache.prefix_cache_retention_interval") +
-                                            ": cache.prefix_cache_retention_interval: " +
-                                            kv.status().message());
+      return Status::Error("bad_value",
+                           Where("cache.prefix_cache_retention_interval") +
+                               ": cache.prefix_cache_retention_interval: " + kv.status().message());
     return plan;
   }
   const Status& s = plan.status();

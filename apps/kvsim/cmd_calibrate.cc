@@ -329,8 +329,8 @@ void RunCalibrate(const CalibrateArgs& a) {
         if (!e.ok()) return e.status();
         e.value()->Run();
         const RunSummary s = e.value()->Summary();
-        const std::vector<MetricValues> stages = StageMetrics(
-            e.value()->metrics().records(), StageDurations(sc.sim.workload.stages));
+        const std::vector<MetricValues> stages =
+            StageMetrics(e.value()->metrics().records(), StageDurations(sc.sim.workload.stages));
         for (const ServingMeasurement& m : measurements) {
           if (m.run != sc.name) continue;
           double v = 0;

@@ -5,7 +5,7 @@
 namespace kvsim {
 
 int64_t ChunkedLocalPolicy::FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
-                                     const HitSink& put, BlockId* buf) const {
+                                    const HitSink& put, BlockId* buf) const {
   (void)drop_eagle;  // a chunked-local hit never drops a block
   return FindChunkedLocalHit(max_length, block_size(), group().attention_chunk_size, cached, put,
                              buf);

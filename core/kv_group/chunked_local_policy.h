@@ -30,8 +30,8 @@ class ChunkedLocalPolicy final : public KvGroupPolicy {
  public:
   using KvGroupPolicy::KvGroupPolicy;
 
-  int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
-                  const HitSink& put, BlockId* buf) const override;
+  int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached, const HitSink& put,
+                  BlockId* buf) const override;
   // The tokens of every chunk before the current one.
   int64_t NumSkippedTokens(int64_t num_computed_tokens) const override {
     const int64_t c = group().attention_chunk_size;

@@ -8,9 +8,9 @@
 namespace kvsim {
 
 int64_t FullAttentionPolicy::FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
-                                      const HitSink& put, BlockId* buf) const {
-  return FindFullAttentionHit(max_length, block_size(), context().scheduler_block_size,
-                              drop_eagle, cached, put, buf);
+                                     const HitSink& put, BlockId* buf) const {
+  return FindFullAttentionHit(max_length, block_size(), context().scheduler_block_size, drop_eagle,
+                              cached, put, buf);
 }
 
 int64_t FullAttentionPolicy::NumNewBlocks(const SlotDemand& demand, int64_t num_hit_blocks,

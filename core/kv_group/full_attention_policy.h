@@ -30,8 +30,8 @@ class FullAttentionPolicy final : public KvGroupPolicy {
  public:
   using KvGroupPolicy::KvGroupPolicy;
 
-  int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
-                  const HitSink& put, BlockId* buf) const override;
+  int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached, const HitSink& put,
+                  BlockId* buf) const override;
   bool hit_is_prefix_closed() const override { return true; }
   bool hit_drops_eagle_block() const override { return true; }
 

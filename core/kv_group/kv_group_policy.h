@@ -8,7 +8,8 @@
 // (GroupBlockTable) in the manager, and both are passed in.
 //
 // Contract (all lengths in tokens unless named blocks; B = the group's block size):
-//   - FindHit(L, drop_eagle, cached, put, buf): vLLM's find_longest_cache_hit over the request's first
+//   - FindHit(L, drop_eagle, cached, put, buf): vLLM's find_longest_cache_hit over the request's
+//   first
 //     L tokens. Works in blocks of B, returns the hit length n in blocks (the hit is n·B
 //     tokens, a multiple of the scheduler block unless the kind says otherwise). Positions it
 //     found cached are reported through `put(j, blocks)`; positions below n never put are

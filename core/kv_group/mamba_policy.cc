@@ -3,7 +3,7 @@
 namespace kvsim {
 
 int64_t MambaPolicy::FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
-                              const HitSink& put, BlockId* buf) const {
+                             const HitSink& put, BlockId* buf) const {
   (void)drop_eagle;  // drafters have no Mamba layers: a Mamba hit never drops a block
   return FindMambaHit(max_length, block_size(), context().scheduler_block_size, cached, put, buf);
 }

@@ -59,8 +59,8 @@ class MambaPolicy : public KvGroupPolicy {
  public:
   using KvGroupPolicy::KvGroupPolicy;
 
-  int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
-                  const HitSink& put, BlockId* buf) const final;
+  int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached, const HitSink& put,
+                  BlockId* buf) const final;
   bool defers_hits_cached_this_step() const final { return true; }
   // Everything but the last computed token's state.
   int64_t NumSkippedTokens(int64_t num_computed_tokens) const final {

@@ -5,7 +5,7 @@
 namespace kvsim {
 
 int64_t SlidingWindowPolicy::FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
-                                      const HitSink& put, BlockId* buf) const {
+                                     const HitSink& put, BlockId* buf) const {
   return FindSlidingWindowHit(max_length, block_size(), group().sliding_window,
                               context().scheduler_block_size, drop_eagle, cached, put, buf);
 }

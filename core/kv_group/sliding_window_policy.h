@@ -88,8 +88,8 @@ class SlidingWindowPolicy final : public KvGroupPolicy {
  public:
   using KvGroupPolicy::KvGroupPolicy;
 
-  int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached,
-                  const HitSink& put, BlockId* buf) const override;
+  int64_t FindHit(int64_t max_length, bool drop_eagle, const HitProbe& cached, const HitSink& put,
+                  BlockId* buf) const override;
   bool hit_drops_eagle_block() const override { return true; }
   // The tokens before the window of the next token.
   int64_t NumSkippedTokens(int64_t num_computed_tokens) const override {

@@ -5,6 +5,7 @@
 #include <catch2/generators/catch_generators.hpp>
 
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "core/int_math.h"
@@ -412,6 +413,19 @@ TEST_CASE("8.16 different block sizes: LCM alignment", "[kv_manager][8.16]") {
   CHECK(hit_of(113) == 64);  // SWA alone would allow 80, but hits are multiples of 32
 }
 
+// A dense-caching hybrid of `groups` (the §8 examples are dense), with or without EAGLE.
+KvCacheManagerConfig DenseHybrid(std::vector<KvGroupConfig> groups, int64_t num_blocks,
+                                 VllmSemantics s, bool eagle) {
+  KvCacheManagerConfig c;
+  c.groups = std::move(groups);
+  c.num_blocks = num_blocks;
+  c.semantics = s;
+  c.use_eagle = eagle;
+  c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
+  REQUIRE(c.Validate().ok());
+  return c;
+}
+
 // EAGLE in a hybrid (reference §5.4–5.5; docs/vllm-latest-hybrid.md §6): each lookup unit
 // drops its last block once per candidate length, a dropping lookup looks one block past the
 // candidate, and one full-attention unit plus one other stops after one pass. Full 16 + SWA
@@ -424,15 +438,9 @@ TEST_CASE("8.16 different block sizes: LCM alignment", "[kv_manager][8.16]") {
 TEST_CASE("EAGLE in a full + SWA hybrid drops one block once", "[kv_manager][eagle]") {
   const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
   for (const bool eagle : {false, true}) {
-    KvCacheManagerConfig c;
-    c.groups.push_back({KvGroupKind::kFullAttention, 16});
-    c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 32});
-    c.num_blocks = 40;
-    c.semantics = sem;
-    c.use_eagle = eagle;
-    c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
-    REQUIRE(c.Validate().ok());
-    KvCacheManager m(c);
+    KvCacheManager m(
+        DenseHybrid({{KvGroupKind::kFullAttention, 16}, {KvGroupKind::kSlidingWindow, 16, 32}}, 40,
+                    sem, eagle));
     auto r0 = AdmitNew(m, Range(0, 97));
     REQUIRE(r0.ok);
     m.RemoveRequest(r0.h);
@@ -463,15 +471,10 @@ TEST_CASE("vLLM's hybrid EAGLE case: full + 2 SWA", "[kv_manager][eagle]") {
     return t;
   }();
   auto run = [&](const Ids& evict, Ids* full = nullptr, Ids* swa = nullptr) {
-    KvCacheManagerConfig c;
-    c.groups.push_back({KvGroupKind::kFullAttention, 16});
-    c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 31});
-    c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 31});
-    c.num_blocks = 31;
-    c.semantics = sem;
-    c.use_eagle = true;
-    c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
-    KvCacheManager m(c);
+    KvCacheManager m(DenseHybrid({{KvGroupKind::kFullAttention, 16},
+                                  {KvGroupKind::kSlidingWindow, 16, 31},
+                                  {KvGroupKind::kSlidingWindow, 16, 31}},
+                                 31, sem, true));
     auto r0 = AdmitNew(m, Concat(common, Repeat(6, 7)));
     REQUIRE(r0.ok);
     REQUIRE(Blocks(m, r0.h, 0) == Ids{1, 2, 3, 4, 5, 6, 7});
@@ -528,15 +531,8 @@ TEST_CASE("SWA hit with EAGLE and a coarser alignment", "[kv_manager][eagle]") {
 // min(81, 64 + 16) / 16 = 5 blocks in latest, 64 / 16 = 4 in classic.
 TEST_CASE("EAGLE lookahead block cached past the scheduler block", "[kv_manager][eagle]") {
   for (const auto sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
-    KvCacheManagerConfig c;
-    c.groups.push_back({KvGroupKind::kFullAttention, 32});
-    c.groups.push_back({KvGroupKind::kSlidingWindow, 16, 17});
-    c.num_blocks = 40;
-    c.semantics = sem;
-    c.use_eagle = true;
-    c.prefix_cache_retention_interval = KvCacheManagerConfig::kRetentionDense;
-    REQUIRE(c.Validate().ok());
-    KvCacheManager m(c);
+    KvCacheManager m(DenseHybrid(
+        {{KvGroupKind::kFullAttention, 32}, {KvGroupKind::kSlidingWindow, 16, 17}}, 40, sem, true));
     auto r = AdmitNew(m, Range(0, 81));
     REQUIRE(r.ok);
     auto cached = [&](int g) {
