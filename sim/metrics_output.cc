@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -55,6 +57,29 @@ nlohmann::ordered_json SummaryToJson(const RunSummary& s) {
   return j;
 }
 
+nlohmann::ordered_json LabelsToJson(const Labels& labels) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : labels) {
+    const char* first = v.data();
+    const char* last = v.data() + v.size();
+    int64_t i = 0;
+    double d = 0;
+    if (v == "true" || v == "false") {
+      j[k] = v == "true";
+    } else if (v == "null") {
+      j[k] = nullptr;
+    } else if (auto [p, ec] = std::from_chars(first, last, i); ec == std::errc() && p == last) {
+      j[k] = i;
+    } else if (auto [q, ec2] = std::from_chars(first, last, d);
+               ec2 == std::errc() && q == last && std::isfinite(d)) {
+      j[k] = d;
+    } else {
+      j[k] = v;
+    }
+  }
+  return j;
+}
+
 nlohmann::ordered_json RunToJson(const Engine& e, const Labels& labels) {
   const Scenario& sc = e.scenario();
   const KvCachePlan& plan = e.plan();
@@ -63,9 +88,7 @@ nlohmann::ordered_json RunToJson(const Engine& e, const Labels& labels) {
   // scenario's content, so rerunning DIR/scenario.resolved.yaml reproduces it byte for byte.
   j["scenario"] = sc.name;
   j["seed"] = sc.seed;
-  nlohmann::ordered_json pt = nlohmann::ordered_json::object();
-  for (const auto& [k, v] : labels) pt[k] = v;
-  j["point"] = pt;
+  j["point"] = LabelsToJson(labels);
   j["model"] = sc.model.name;
   j["hardware"] = {{"name", sc.sim.hardware.name}, {"source", sc.sim.hardware_source}};
   j["workload"] = e.workload_description();

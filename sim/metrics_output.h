@@ -15,6 +15,10 @@
 namespace kvsim {
 
 nlohmann::ordered_json SummaryToJson(const RunSummary& s);
+// A point's labels as a JSON object, each value typed as the scenario wrote it: integers and
+// decimals as numbers, true/false as booleans, null as null, anything else as a string
+// ({"cache.block_size": 16, "cluster.topology.ratio": "2:2"}).
+nlohmann::ordered_json LabelsToJson(const Labels& labels);
 nlohmann::ordered_json RunToJson(const Engine& e, const Labels& labels);
 
 // Writes DIR/metrics.json and DIR/requests.csv (creating DIR).

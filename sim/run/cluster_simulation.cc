@@ -9,6 +9,7 @@
 
 #include "sim/cluster/cluster_sim.h"
 #include "sim/labels.h"
+#include "sim/metrics_output.h"
 #include "sim/output_file.h"
 #include "sim/run/kinds.h"
 
@@ -87,10 +88,11 @@ class ClusterSimulation : public Simulation {
   }
 
   Status WriteOutputs(const std::string& dir, const Labels& labels) const override {
-    const nlohmann::json m = {{"scenario", sc_.name},
-                              {"point", LabelOf(labels)},
-                              {"workload", Workload()},
-                              {"summary", ClusterSummaryToJson(summary_)}};
+    const nlohmann::ordered_json m = {
+        {"scenario", sc_.name},
+        {"point", LabelsToJson(labels)},
+        {"workload", Workload()},
+        {"summary", nlohmann::ordered_json(ClusterSummaryToJson(summary_))}};
     Status w = WriteText(fs::path(dir) / "metrics.json",
                          m.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (w.ok()) w = WriteText(fs::path(dir) / "requests.csv", ClusterRequestsCsv(*sim_));

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "sim/metrics_output.h"
+
 namespace kvsim {
 namespace {
 
@@ -19,9 +21,7 @@ std::string Json(const std::vector<const PointResult*>& results, const RunReport
   nlohmann::ordered_json points = nlohmann::ordered_json::array();
   for (const PointResult* r : results) {
     nlohmann::ordered_json jp;
-    nlohmann::ordered_json lab = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : r->labels) lab[k] = v;
-    jp["point"] = lab;
+    jp["point"] = LabelsToJson(r->labels);
     if (r->kind) jp["kind"] = r->kind->name;
     if (!r->status.ok()) {
       jp["error"] = r->status.code();

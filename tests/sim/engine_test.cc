@@ -574,3 +574,24 @@ workload:
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+TEST_CASE("point labels in JSON keep the scenario's types and the axis order") {
+  const Labels labels = {{"cache.block_size", "16"},   {"hardware.mbu", "0.85"},
+                         {"cache.enable_prefix_caching", "false"},
+                         {"cluster.topology.ratio", "2:2"}, {"model.preset", "llama-3.1-8b"},
+                         {"cache.prefix_cache_retention_interval", "null"},
+                         {"cache.kv_memory_bytes", "8GiB"}, {"x.big", "1e3"}};
+  const nlohmann::ordered_json j = LabelsToJson(labels);
+  CHECK(j.dump() ==
+        R"({"cache.block_size":16,"hardware.mbu":0.85,"cache.enable_prefix_caching":false,)"
+        R"("cluster.topology.ratio":"2:2","model.preset":"llama-3.1-8b",)"
+        R"("cache.prefix_cache_retention_interval":null,"cache.kv_memory_bytes":"8GiB",)"
+        R"("x.big":1000.0})");
+  CHECK(LabelsToJson({}).dump() == "{}");
+}
+
+}  // namespace
+}  // namespace kvsim
