@@ -215,6 +215,10 @@ struct KvCacheManager::Impl {
 
   std::vector<BlockId> tmp;
   std::vector<BlockId> lookup;  // one block per gid of a spec group
+  // The coordinator's per-unit scratch: a prefix-closed unit's hit in blocks, and whether a
+  // unit has dropped its EAGLE block at the current candidate length.
+  std::vector<int64_t> prefix_closed_count;
+  std::vector<uint8_t> eagle_verified;
   // [latest] some group may cache sparsely and retention is not dense.
   bool sparse_retention = false;
   std::vector<uint8_t> mask;
@@ -394,8 +398,10 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
   int64_t L = max_len;
   int64_t longest_single = 0;
   bool first = true;
-  std::vector<int64_t> prefix_closed_count(m.spec_groups.size(), 0);
-  std::vector<uint8_t> eagle_verified(m.spec_groups.size(), 0);
+  std::vector<int64_t>& prefix_closed_count = m.prefix_closed_count;
+  std::vector<uint8_t>& eagle_verified = m.eagle_verified;
+  prefix_closed_count.assign(m.spec_groups.size(), 0);
+  eagle_verified.assign(m.spec_groups.size(), 0);
   const bool simple_hybrid =
       m.spec_groups.size() == 2 && m.spec_groups[0].policy->hit_is_prefix_closed();
   while (true) {
