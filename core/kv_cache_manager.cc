@@ -108,9 +108,16 @@ Result<KvCacheManagerConfig> KvCacheManagerConfigFromPlan(const KvCachePlan& pla
   c.enable_caching = plan.config.enable_prefix_caching;
   c.semantics = plan.config.semantics;
   c.prefix_cache_retention_interval = plan.config.prefix_cache_retention_interval;
+  // The groups that hold a drafter's layers are the EAGLE groups; without a drafter in the
+  // plan it is not known, and every group is one (vLLM's fallback).
+  const bool has_drafter = std::any_of(plan.layers.begin(), plan.layers.end(),
+                                       [](const PlannedLayer& l) { return l.is_draft; });
   for (const KvCacheGroup& g : plan.groups) {
     KvGroupConfig gc;
     gc.block_size = g.block_size;
+    gc.eagle_group = !has_drafter || std::any_of(g.layers.begin(), g.layers.end(), [&](int l) {
+      return plan.layers[static_cast<size_t>(l)].is_draft;
+    });
     switch (g.kind) {
       case LayerKind::kFullAttention:
       case LayerKind::kMla:
@@ -251,7 +258,12 @@ KvCacheManager::KvCacheManager(const KvCacheManagerConfig& config)
   ctx.max_num_batched_tokens = config_.max_num_batched_tokens;
   ctx.retention_interval = config_.effective_retention_interval();
   for (size_t i = 0; i < config_.groups.size(); ++i) {
-    const KvGroupConfig& g = config_.groups[i];
+    KvGroupConfig g = config_.groups[i];
+    // vLLM marks a whole lookup unit (identical specs) when any of its groups is an EAGLE
+    // group, and every manager of the unit with it.
+    g.eagle_group =
+        std::any_of(config_.groups.begin(), config_.groups.end(),
+                    [&](const KvGroupConfig& o) { return o.SameSpec(g) && o.eagle_group; });
     m.hash_ratio.push_back(g.block_size / m.hash_block);
     m.policies.push_back(MakeKvGroupPolicy(g, ctx));
     const KvGroupPolicy& p = *m.policies.back();
@@ -415,7 +427,7 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
         nblocks = std::min(prefix_closed_count[s], L / B);
         prefix_closed_count[s] = nblocks;
       } else {
-        const bool drop = config_.use_eagle && eagle_verified[s] == 0;
+        const bool drop = config_.use_eagle && p.group().eagle_group && eagle_verified[s] == 0;
         const int64_t search = drop && p.hit_drops_eagle_block() ? std::min(L + B, max_len) : L;
         for (int32_t g : sg.gids) m.hit_blocks[static_cast<size_t>(g)].clear();
         m.lookup.resize(sg.gids.size());
@@ -589,7 +601,8 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
     GroupBlockTable& t = r.groups[g];
     const int64_t B = p.block_size();
     const int64_t k = m.hash_ratio[g];
-    const int64_t to_cache = eagle_lookahead ? std::min(computed, aligned + B) : aligned;
+    const int64_t to_cache =
+        eagle_lookahead && p.group().eagle_group ? std::min(computed, aligned + B) : aligned;
     const int64_t nfull = std::min<int64_t>(to_cache / B, static_cast<int64_t>(t.blocks.size()));
     const int64_t j0 = t.num_cached;
     if (nfull > j0) {

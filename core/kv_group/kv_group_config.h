@@ -35,6 +35,11 @@ struct KvGroupConfig {
   int64_t attention_chunk_size = 0;                    // kChunkedLocal: C
   MambaCacheMode mamba_mode = MambaCacheMode::kAlign;  // kMamba only
   int64_t num_speculative_blocks = 0;                  // kMamba: extra state blocks (MTP)
+  // With EAGLE/MTP: the group holds the drafter's layers, so its hits drop the EAGLE block
+  // (vLLM's eagle groups). True when it is not known which groups do: vLLM then marks every
+  // group. Not part of the spec: identical specs merge, and the merged unit is an EAGLE unit
+  // when any of its groups is.
+  bool eagle_group = true;
 
   bool SameSpec(const KvGroupConfig& o) const {
     return kind == o.kind && block_size == o.block_size && sliding_window == o.sliding_window &&

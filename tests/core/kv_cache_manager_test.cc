@@ -451,6 +451,28 @@ TEST_CASE("EAGLE in a full + SWA hybrid drops one block once", "[kv_manager][eag
   }
 }
 
+// Only the groups that hold the drafter's layers drop the EAGLE block (vLLM's eagle groups;
+// gpt-oss + EAGLE3: the drafter's layer joins the full-attention group). Full 16 + SWA (B 16,
+// W 32), dense, a 97-token prompt cached, then SWA block 5 evicted; the same prompt again:
+//   every group EAGLE: full 6 → 5 blocks (80); SWA needs 3 blocks ending at ≤ 96: 2, 3, 4
+//     end at 80, drop one → 64;
+//   only full EAGLE: full 80; SWA needs 2 blocks ending at ≤ 80: 3, 4 → 80, no drop → 80.
+TEST_CASE("Only the drafter's groups drop the EAGLE block", "[kv_manager][eagle]") {
+  const auto sem = GENERATE(VllmSemantics::kClassic, VllmSemantics::kLatest);
+  for (const bool swa_eagle : {true, false}) {
+    KvGroupConfig swa{KvGroupKind::kSlidingWindow, 16, 32};
+    swa.eagle_group = swa_eagle;
+    KvCacheManager m(DenseHybrid({{KvGroupKind::kFullAttention, 16}, swa}, 40, sem, true));
+    auto r0 = AdmitNew(m, Range(0, 97));
+    REQUIRE(r0.ok);
+    REQUIRE(Blocks(m, r0.h, 1) == Ids{8, 9, 10, 11, 12, 13, 14});
+    m.RemoveRequest(r0.h);
+    REQUIRE(m.mutable_pool().EvictCachedBlock(13));
+    const RequestHandle h = m.AddRequest(Range(0, 97));
+    CHECK(m.GetComputedBlocks(h, 0).num_tokens == (swa_eagle ? 64 : 80));
+  }
+}
+
 // vLLM's own EAGLE hybrid case (tests/v1/core/test_prefix_caching.py,
 // test_prefill_hybrid_model_eagle, in its coordinated single-drop form): full + 2 × SWA
 // (W 31: 2 blocks, 3 with EAGLE), block 16. Request 0 (96 + 7 tokens) caches blocks 0–5 of

@@ -284,6 +284,32 @@ cache:
   }
 }
 
+TEST_CASE("EAGLE groups are the groups that hold the drafter's layers") {
+  TempDir d;
+  const std::string base = "model:\n  preset: gpt-oss-120b\n";
+  const std::string rest =
+      "cache: {num_gpu_blocks: 4000, num_speculative_tokens: 3}\n"
+      "spec: {method: eagle, acceptance_rate: 0.7}\n";
+  // gpt-oss: sliding-window and full-attention groups; an EAGLE3 drafter's one full-attention
+  // layer (8 KV heads of 64, as the target's) joins the full-attention group.
+  auto with = Load(d.Write("a.yaml", base +
+                                         "  draft:\n    layers: [{type: full_attention, count: 1, "
+                                         "num_kv_heads: 8, head_size: 64}]\n" +
+                                         rest));
+  REQUIRE(with.ok());
+  auto mc = KvCacheManagerConfigFromPlan(with->Plan().value());
+  REQUIRE(mc.ok());
+  REQUIRE(mc->groups.size() == 2);
+  for (const KvGroupConfig& g : mc->groups)
+    CHECK(g.eagle_group == (g.kind == KvGroupKind::kFullAttention));
+  // Without a drafter in the plan every group counts (vLLM's fallback).
+  auto without = Load(d.Write("b.yaml", base + rest));
+  REQUIRE(without.ok());
+  mc = KvCacheManagerConfigFromPlan(without->Plan().value());
+  REQUIRE(mc.ok());
+  for (const KvGroupConfig& g : mc->groups) CHECK(g.eagle_group);
+}
+
 TEST_CASE("cache.prefix_cache_retention_interval: 0, N, null; bad values named") {
   TempDir d;
   const std::string base = "model: {preset: qwen3.5-35b-a3b}\ncache:\n  num_gpu_blocks: 1000\n";
