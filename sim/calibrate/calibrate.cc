@@ -327,11 +327,16 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
     u(i) = std::clamp(v, fp.lower, fp.upper) / range(i);
   }
   ServingFit fit;
+  // A coefficient in its units, inside its bounds: u·range can land a rounding error outside
+  // a bound (−4e-15 for a lower bound of 0), and kvsim rejects a negative coefficient.
+  auto value = [&](const Eigen::VectorXd& at, Eigen::Index i) {
+    const FitParameter& fp = params[static_cast<size_t>(i)];
+    return std::clamp(at(i) * range(i), fp.lower, fp.upper);
+  };
   auto hw_at = [&](const Eigen::VectorXd& at) {
     HardwareSpec hw = start;
-    for (Eigen::Index i = 0; i < p; ++i) {
-      SetHardwareKey(hw, params[static_cast<size_t>(i)].key, at(i) * range(i));
-    }
+    for (Eigen::Index i = 0; i < p; ++i)
+      SetHardwareKey(hw, params[static_cast<size_t>(i)].key, value(at, i));
     return hw;
   };
   auto residuals = [&](const Eigen::VectorXd& at) -> Result<Eigen::VectorXd> {
@@ -400,7 +405,7 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
   }
   fit.hw = hw_at(u);
   for (Eigen::Index i = 0; i < p; ++i) {
-    fit.values.emplace_back(params[static_cast<size_t>(i)].key, u(i) * range(i));
+    fit.values.emplace_back(params[static_cast<size_t>(i)].key, value(u, i));
   }
   // Leave one run out, linearised at the fit: the Gauss–Newton step without the run's rows,
   // with a weak pull towards the starting values, so that a coefficient only the left-out

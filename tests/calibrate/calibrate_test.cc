@@ -124,6 +124,34 @@ TEST_CASE("serving fit recovers CPU, intake and per-sequence terms within 1 %") 
   for (const auto& e : fit->errors) CHECK(std::abs(e.in_sample) < 0.001);
 }
 
+// When the data pull a coefficient below its bound, the fit stops on the bound exactly: a
+// rounding error outside it (−4e-15 for a lower bound of 0) would be a hardware file that kvsim
+// refuses ("must be at least 0"). The stand-in's per-sequence cost is negative (steps get
+// shorter with more sequences), so the fit wants seq_overhead_us below its lower bound 0.5;
+// the fit works in units of the range (3.7), and 0.5 / 3.7 · 3.7 rounds to 0.49999999999999994.
+TEST_CASE("serving fit: a coefficient pulled past its bound stays exactly on it") {
+  const std::vector<double> concurrency = {4, 12, 30};
+  auto simulate = [&](const HardwareSpec& hw) -> Result<std::vector<double>> {
+    std::vector<double> out;
+    for (double n : concurrency)
+      out.push_back((hw.step_overhead_us + hw.seq_overhead_us * n) * 1e-3);
+    return out;
+  };
+  std::vector<ServingMeasurement> meas;
+  for (size_t i = 0; i < concurrency.size(); ++i)
+    meas.push_back({fmt::format("run{}", i), "tpot_mean_ms", (1000 - 7.3 * concurrency[i]) * 1e-3});
+  HardwareSpec start;
+  start.step_overhead_us = 700;
+  start.seq_overhead_us = 3.7;
+  const std::vector<FitParameter> params = {{"step_overhead_us", 0, 10000},
+                                            {"seq_overhead_us", 0.5, 4.2}};
+  auto fit = FitServingRuns(start, params, meas, simulate, 20);
+  REQUIRE(fit.ok());
+  CHECK(fit->hw.seq_overhead_us == 0.5);
+  for (const auto& [key, v] : fit->values)
+    if (key == "seq_overhead_us") CHECK(v == 0.5);
+}
+
 TEST_CASE("gpu-validate fit: decode attention's fixed cost and bandwidth share") {
   // t = 10 us + bytes / (3.35e12 × 0.8).
   std::string rows;
