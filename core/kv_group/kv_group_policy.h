@@ -8,14 +8,14 @@
 // (GroupBlockTable) in the manager, and both are passed in.
 //
 // Contract (all lengths in tokens unless named blocks; B = the group's block size):
-//   - FindHit(L, drop_eagle, cached, put, buf): vLLM's find_longest_cache_hit over the request's
-//   first
-//     L tokens. Works in blocks of B, returns the hit length n in blocks (the hit is n·B
-//     tokens, a multiple of the scheduler block unless the kind says otherwise). Positions it
-//     found cached are reported through `put(j, blocks)`; positions below n never put are
-//     null blocks (skipped); the caller truncates its list to n afterwards (a finder may put
-//     positions it later drops). `cached(j, out)` says whether block j is cached in every
-//     group of the lookup unit and, if `out` is non-null, writes one block id per group.
+//   - FindHit(L, drop_eagle, cached, put, buf): vLLM's find_longest_cache_hit over the
+//     request's first L tokens, dropping the EAGLE block if asked. Works in blocks of B,
+//     returns the hit length n in blocks (the hit is n·B tokens, a multiple of the scheduler
+//     block unless the kind says otherwise). Positions it found cached are reported through
+//     `put(j, blocks)`; positions below n never put are null blocks (skipped); the caller
+//     truncates its list to n afterwards (a finder may put positions it later drops).
+//     `cached(j, out)` says whether block j is cached in every group of the lookup unit and,
+//     if `out` is non-null, writes one block id per group.
 //     The finders are templates over `cached`/`put` (next to each policy), so tests run them
 //     against plain cached/not-cached patterns (§8.12, §8.14).
 //   - hit_is_prefix_closed(): every prefix of a hit is a hit (full attention), so the

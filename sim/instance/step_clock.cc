@@ -292,14 +292,8 @@ Status ParseStepRequestLine(const std::string& text, const std::string& path, in
                             int64_t prompt_bound, bool fast,
                             std::unordered_set<std::string>& seen,
                             std::vector<StepRequest>& out) {
-  if (static_cast<int64_t>(out.size()) >= kMaxRequests) {
-    // Checked after the line parsed as an object on the JSON path: keep that order.
-    nlohmann::json obj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (obj.is_discarded()) return LineError(path, line, "", "not valid JSON");
-    if (!obj.is_object()) return LineError(path, line, "", "expected a JSON object");
-    return LineError(path, line, "", fmt::format("more than {} requests", kMaxRequests));
-  }
-  if (fast) {
+  const bool full = static_cast<int64_t>(out.size()) >= kMaxRequests;
+  if (fast && !full) {
     StepRequest r;
     bool has_max_tokens = false;
     if (FastLine(text).Parse(r, prompt_bound, has_max_tokens) && has_max_tokens &&
@@ -313,6 +307,8 @@ Status ParseStepRequestLine(const std::string& text, const std::string& path, in
   nlohmann::json obj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (obj.is_discarded()) return LineError(path, line, "", "not valid JSON");
   if (!obj.is_object()) return LineError(path, line, "", "expected a JSON object");
+  // Checked once the line parsed as an object, as the tree path always has.
+  if (full) return LineError(path, line, "", fmt::format("more than {} requests", kMaxRequests));
   StepRequest r;
   auto id = obj.find("id");
   if (id == obj.end()) return LineError(path, line, "id", "missing (required)");
