@@ -259,11 +259,12 @@ KvCacheManager::KvCacheManager(const KvCacheManagerConfig& config)
   ctx.retention_interval = config_.effective_retention_interval();
   for (size_t i = 0; i < config_.groups.size(); ++i) {
     KvGroupConfig g = config_.groups[i];
-    // vLLM marks a whole lookup unit (identical specs) when any of its groups is an EAGLE
-    // group, and every manager of the unit with it.
-    g.eagle_group =
-        std::any_of(config_.groups.begin(), config_.groups.end(),
-                    [&](const KvGroupConfig& o) { return o.SameSpec(g) && o.eagle_group; });
+    // Resolved for the policy: EAGLE is on and the group's lookup unit (identical specs) has
+    // an EAGLE group; vLLM marks the whole unit, and every manager of it.
+    g.eagle_group = config_.use_eagle && std::any_of(config_.groups.begin(), config_.groups.end(),
+                                                     [&](const KvGroupConfig& o) {
+                                                       return o.SameSpec(g) && o.eagle_group;
+                                                     });
     m.hash_ratio.push_back(g.block_size / m.hash_block);
     m.policies.push_back(MakeKvGroupPolicy(g, ctx));
     const KvGroupPolicy& p = *m.policies.back();
@@ -427,7 +428,7 @@ PrefixHit KvCacheManager::GetComputedBlocks(RequestHandle h, int64_t num_compute
         nblocks = std::min(prefix_closed_count[s], L / B);
         prefix_closed_count[s] = nblocks;
       } else {
-        const bool drop = config_.use_eagle && p.group().eagle_group && eagle_verified[s] == 0;
+        const bool drop = p.group().eagle_group && eagle_verified[s] == 0;
         const int64_t search = drop && p.hit_drops_eagle_block() ? std::min(L + B, max_len) : L;
         for (int32_t g : sg.gids) m.hit_blocks[static_cast<size_t>(g)].clear();
         m.lookup.resize(sg.gids.size());
@@ -590,8 +591,7 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
   // Several groups cache up to a scheduler-block boundary. [latest] With EAGLE each group
   // caches one block more when it has it: the block a dropping lookup peeks at (vLLM #44082).
   const int64_t aligned = ng > 1 ? computed / m.sched_block * m.sched_block : computed;
-  const bool eagle_lookahead =
-      ng > 1 && config_.use_eagle && config_.semantics == VllmSemantics::kLatest && aligned > 0;
+  const bool eagle_lookahead = ng > 1 && config_.semantics == VllmSemantics::kLatest && aligned > 0;
   const std::vector<BlockHash>& hashes = r.hasher.hashes();
   // The hit boundaries a sparse group must keep: the replay boundary and the junction.
   const int64_t boundaries[2] = {r.num_prompt_tokens - 1, r.shared_prefix_boundary};

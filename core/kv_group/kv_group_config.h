@@ -38,7 +38,8 @@ struct KvGroupConfig {
   // With EAGLE/MTP: the group holds the drafter's layers, so its hits drop the EAGLE block
   // (vLLM's eagle groups). True when it is not known which groups do: vLLM then marks every
   // group. Not part of the spec: identical specs merge, and the merged unit is an EAGLE unit
-  // when any of its groups is.
+  // when any of its groups is. A policy's group() has it resolved: true iff EAGLE is on and
+  // the group's unit drops the EAGLE block.
   bool eagle_group = true;
 
   bool SameSpec(const KvGroupConfig& o) const {

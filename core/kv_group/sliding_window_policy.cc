@@ -18,9 +18,9 @@ int64_t SlidingWindowPolicy::MaxBlocksPerRequest(int64_t max_len) const {
 bool SlidingWindowPolicy::RetentionMask(int64_t start, int64_t end,
                                         std::span<const int64_t> boundaries,
                                         std::vector<uint8_t>& mask) const {
-  return SlidingWindowRetentionMask(
-      start, end, block_size(), group().sliding_window, context().scheduler_block_size,
-      context().use_eagle && group().eagle_group, context().retention_interval, boundaries, mask);
+  return SlidingWindowRetentionMask(start, end, block_size(), group().sliding_window,
+                                    context().scheduler_block_size, group().eagle_group,
+                                    context().retention_interval, boundaries, mask);
 }
 
 }  // namespace kvsim

@@ -27,12 +27,10 @@ OffloadDriver::OffloadDriver(const OffloadConnectorConfig& config, const KvCache
 
 OffloadDriver::OffloadDriver(const OffloadConnectorConfig& config, const KvCacheManager* kv,
                              const CopyLinkModel& link)
-    : connector_(config),
-      kv_(kv),
-      timing_(XferTiming::kInstant),
-      timed_(true),
-      link_(link),
-      has_window_groups_(HasWindowGroups(config)) {}
+    : OffloadDriver(config, kv, XferTiming::kInstant) {
+  timed_ = true;
+  link_ = link;
+}
 
 void OffloadDriver::Submit(PendingJob& j, int64_t now, int64_t num_blocks) {
   int64_t& free_at = (j.is_load || link_.shared_link) ? h2d_free_ : d2h_free_;
