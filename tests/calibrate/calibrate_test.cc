@@ -3,12 +3,15 @@
 // made its synthetic measurements, within 1 %.
 #include "sim/calibrate/calibrate.h"
 
+#include <algorithm>
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
+
+#include "sim/scenario/scenario_loader.h"
 
 namespace kvsim {
 namespace {
@@ -203,6 +206,26 @@ TEST_CASE("hardware keys by name; the hardware file lists the fitted keys") {
   CHECK(yaml.find("mbu: 0.8125\n") != std::string::npos);
   CHECK(yaml.find("intake_us: 4000\n") != std::string::npos);
   CHECK(yaml.find("# fitted on: x") != std::string::npos);
+}
+
+TEST_CASE("serving fit: every bound is a value a scenario accepts") {
+  // A fit ends on a bound when the data pull past it; the file it writes must still load.
+  for (const FitParameter& p : ServingFitParameters()) {
+    for (const double v : {p.lower, p.upper}) {
+      INFO(p.key << " = " << v);
+      const std::string set = fmt::format("hardware.{}={}", p.key, v);
+      CHECK(LoadScenario(LoadOptions{"", {"sweep={}", set}}).ok());
+    }
+  }
+  // The shares of a peak among them are bounded by 1.
+  for (const char* key : {"mbu", "mfu", "moe_mbu", "attention_mbu", "attention_mfu"}) {
+    INFO(key);
+    auto it = std::find_if(ServingFitParameters().begin(), ServingFitParameters().end(),
+                           [&](const FitParameter& p) { return p.key == key; });
+    REQUIRE(it != ServingFitParameters().end());
+    CHECK(it->lower > 0);
+    CHECK(it->upper <= 1.0);
+  }
 }
 
 }  // namespace
