@@ -159,6 +159,9 @@ def scenario(c):
     if c["model_arch"].get("kv_dtype"):
         cache.append(f"  kv_dtype: {c['model_arch']['kv_dtype']}")
     cache.append(f"  enable_prefix_caching: {'true' if s['prefix_caching'] else 'false'}")
+    if kv.get("cpu_offload_blocks"):
+        # The run had vLLM's CPU offloading tier (--kv-offloading-size), counted in GPU blocks.
+        cache.append(f"  offload: {{num_cpu_blocks: {kv['cpu_offload_blocks']}}}")
     if s.get("max_model_len"):
         cache.append(f"  max_model_len: {s['max_model_len']}")
     out += cache

@@ -3,8 +3,9 @@
 # scenarios do not exercise: a model_arch that names a preset, a checkpoint with no preset
 # (written inline from model_arch, MoE routing from a Mixtral name), data + expert parallelism
 # (--enable-expert-parallel: EP = TP x DP), a run without num_gpu_blocks (KV memory from the
-# GPU's), a closed-loop case (`concurrency`), and a GPU with no preset (a clear error). The
-# written scenarios must load and run in kvsim and print the comparison with `reference:`.
+# GPU's), a run with vLLM's CPU offloading tier, a closed-loop case (`concurrency`), and a GPU
+# with no preset (a clear error). The written scenarios must load and run in kvsim and print
+# the comparison with `reference:`.
 # Usage: validation_scenarios_test.sh KVSIM ROOT
 set -u
 kvsim=$1 root=$2
@@ -44,6 +45,8 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 c = dict(d["cases"][0]); c["id"] = "t-nokv"; c["kv"] = {"block_size": 16}
 d["cases"].append(c)
+c = json.loads(json.dumps(d["cases"][0])); c["id"] = "t-offload"; c["kv"]["cpu_offload_blocks"] = 500
+d["cases"].append(c)
 c = json.loads(json.dumps(d["cases"][0])); c["id"] = "t-closed"
 c["workload"].update({"concurrency": 4, "num_requests": 40}); del c["workload"]["stages"]
 d["cases"].append(c)
@@ -54,6 +57,8 @@ python3 "$root/scripts/validation_scenarios.py" "$tmp/cases.json" --out "$tmp/ou
 grep -q "^  preset: llama-3.1-8b$" "$tmp/out/t-preset.yaml" || fail "model_arch preset not used"
 grep -q "^  preset: RTX-4090$" "$tmp/out/t-preset.yaml" || fail "RTX 4090 hardware preset"
 grep -q "^  kv_memory_bytes: 2GiB$" "$tmp/out/t-nokv.yaml" || fail "KV memory from the GPU's"
+grep -q "^  offload: {num_cpu_blocks: 500}$" "$tmp/out/t-offload.yaml" || fail "CPU offload tier"
+grep -q "offload" "$tmp/out/t-preset.yaml" && fail "a CPU tier the run did not have"
 grep -q "^  concurrency: 4$" "$tmp/out/t-closed.yaml" || fail "closed loop"
 grep -q "^  num_requests: 40$" "$tmp/out/t-closed.yaml" || fail "closed loop request count"
 grep -q "stages" "$tmp/out/t-closed.yaml" && fail "closed loop with stages"
@@ -63,7 +68,7 @@ grep -q "count: 32, num_kv_heads: 8, head_size: 128" "$f" || fail "inline layers
 grep -q "num_experts: 8, num_experts_per_token: 2" "$f" || fail "Mixtral routing from the name"
 grep -q "^  dp: 2$" "$f" || fail "dp"
 grep -q "^  ep: 4$" "$f" || fail "expert parallel = TP x DP"
-for n in t-preset t-inline t-nokv t-closed; do
+for n in t-preset t-inline t-nokv t-offload t-closed; do
   out=$("$kvsim" run "$tmp/out/$n.yaml" 2>&1) || { echo "$out"; fail "$n: kvsim run exited $?"; }
   grep -q "simulated vs measured" <<<"$out" || { echo "$out"; fail "$n: no comparison"; }
 done
