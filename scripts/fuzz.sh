@@ -3,8 +3,9 @@
 # presets, token/Mooncake JSONL, Azure CSV, `kvsim schedule` requests). Each target is linked
 # with the mutation fuzzer tests/fuzz/mutate_main.cc against a build's libraries — by default
 # the ASan + UBSan build of scripts/sanitize.sh, and then with the same sanitizers — and runs
-# N mutated inputs from its seed corpus. A crash, a sanitizer report or an accepted invalid input fails (the input
-# is kept in BUILD_DIR/fuzz/mutate-crash); the slowest input's time is printed (hangs).
+# N mutated inputs from its seed corpus. A crash, a sanitizer report or an accepted invalid
+# input fails (the input is kept in BUILD_DIR/fuzz/mutate-crash); the slowest input's time is
+# printed (hangs).
 # (-DKVSIM_FUZZ=ON builds the same targets for clang's libFuzzer; see tests/fuzz/CMakeLists.txt.)
 # Usage: scripts/fuzz.sh [N_PER_TARGET] [BUILD_DIR]      (default 20000, build-sanitize)
 set -euo pipefail

@@ -329,6 +329,7 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
     hi(i) = fp.upper / range(i);
     u(i) = std::clamp(v, fp.lower, fp.upper) / range(i);
   }
+  const Eigen::VectorXd u_start = u;  // the leave-one-out prior (below)
   ServingFit fit;
   // A coefficient in its units, inside its bounds: u·range can land a rounding error outside
   // a bound (−4e-15 for a lower bound of 0), and kvsim rejects a negative coefficient.
@@ -416,16 +417,6 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
   // Leave one run out, linearised at the fit: the Gauss–Newton step without the run's rows,
   // with a weak pull towards the starting values, so that a coefficient only the left-out
   // run informs (the MHA penalty, say) falls back to its prior instead of drifting freely.
-  const Eigen::VectorXd u_start = [&] {
-    Eigen::VectorXd v(p);
-    for (Eigen::Index i = 0; i < p; ++i) {
-      double x = 0;
-      GetHardwareKey(start, params[static_cast<size_t>(i)].key, &x);
-      v(i) = std::clamp(x, params[static_cast<size_t>(i)].lower,
-                        params[static_cast<size_t>(i)].upper) / range(i);
-    }
-    return v;
-  }();
   constexpr double kPrior = 1e-2;
   std::vector<std::string> runs;
   for (const auto& ms : measurements) {

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -23,6 +23,7 @@ namespace {
 constexpr int64_t kMaxPromptTokens = int64_t{1} << 24;
 constexpr int64_t kMaxOutputTokens = int64_t{1} << 24;
 constexpr int64_t kMaxArrivalStep = int64_t{1} << 40;
+constexpr int64_t kMaxAbsPriority = int64_t{1} << 40;  // priorities in [-2^40, 2^40]
 constexpr int64_t kMaxRequests = int64_t{1} << 24;
 
 Status LineError(const std::string& path, int64_t line, const std::string& key,
@@ -226,7 +227,7 @@ class FastLine {
           if (v < 0 || v > kMaxArrivalStep) return false;
           r.arrival_step = v;
         } else {
-          if (v < -(int64_t{1} << 40) || v > (int64_t{1} << 40)) return false;
+          if (v < -kMaxAbsPriority || v > kMaxAbsPriority) return false;
           r.priority = v;
         }
       }
@@ -348,7 +349,7 @@ Status ParseStepRequestLine(const std::string& text, const std::string& path, in
   auto arrival = IntField(obj, "arrival_step", path, line, 0, 0, kMaxArrivalStep);
   if (!arrival.ok()) return arrival.status();
   r.arrival_step = *arrival;
-  auto prio = IntField(obj, "priority", path, line, 0, -(int64_t{1} << 40), int64_t{1} << 40);
+  auto prio = IntField(obj, "priority", path, line, 0, -kMaxAbsPriority, kMaxAbsPriority);
   if (!prio.ok()) return prio.status();
   r.priority = *prio;
   for (auto it = obj.begin(); it != obj.end(); ++it) {
