@@ -79,14 +79,26 @@ class EngineSimulation : public Simulation {
   std::string Report() const override {
     const Scenario& s = e_->scenario();
     std::string out = fmt::format("kvsim run: {} — {}\n", s.name, s.description);
-    out += fmt::format("  model {} (TP {}), hardware {} [{}], seed {}\n", s.model.name, s.cache.tp,
+    std::string parallel = fmt::format("TP {}", s.cache.tp);
+    if (s.cache.dp > 1) parallel += fmt::format(", DP {}", s.cache.dp);
+    if (s.cache.ep > 1) parallel += fmt::format(", EP {}", s.cache.ep);
+    out += fmt::format("  model {} ({}), hardware {} [{}], seed {}\n", s.model.name, parallel,
                        s.sim.hardware.name, s.sim.hardware_source, s.seed);
-    // Under 1 GiB in MiB: a 4 MiB budget printed as "0.0 GiB" read as none at all.
-    const double kv = static_cast<double>(s.cache.kv_memory_bytes);
-    out += fmt::format("  budget {} tokens / {} seqs, KV memory {}\n",
-                       s.scheduler.max_num_batched_tokens, s.scheduler.max_num_seqs,
-                       kv >= (1 << 30) || kv == 0 ? fmt::format("{:.1f} GiB", kv / (1 << 30))
-                                                  : fmt::format("{:.1f} MiB", kv / (1 << 20)));
+    // Under 1 GiB in MiB: a 4 MiB budget printed as "0.0 GiB" read as none at all. With
+    // cache.num_gpu_blocks the memory key is unset: the blocks and what they take instead.
+    auto size = [](double bytes) {
+      return bytes >= (1 << 30) || bytes == 0 ? fmt::format("{:.1f} GiB", bytes / (1 << 30))
+                                              : fmt::format("{:.1f} MiB", bytes / (1 << 20));
+    };
+    const KvCachePlan& plan = e_->plan();
+    const std::string kv =
+        s.cache.num_gpu_blocks > 0
+            ? fmt::format("KV cache {} blocks ({} per rank)", s.cache.num_gpu_blocks,
+                          size(static_cast<double>(plan.block_bytes) *
+                               static_cast<double>(plan.num_blocks)))
+            : "KV memory " + size(static_cast<double>(s.cache.kv_memory_bytes));
+    out += fmt::format("  budget {} tokens / {} seqs, {}\n", s.scheduler.max_num_batched_tokens,
+                       s.scheduler.max_num_seqs, kv);
     out += "  workload " + Workload() + "\n";
     return out;
   }

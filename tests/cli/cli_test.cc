@@ -122,6 +122,24 @@ TEST_CASE("cli: kvsim run prints a KV budget under 1 GiB in MiB", "[cli]") {
   CHECK_FALSE(Contains(r.out, "KV memory 0.0 GiB"));
 }
 
+// A scenario sized by cache.num_gpu_blocks (every validation run) printed "KV memory 0.0 GiB",
+// and DP/EP never showed in the header. Llama-2-7B's 16-token block is 16 tokens × 32 layers ×
+// 2 (K, V) × 32 heads × 128 × 2 bytes = 8 MiB, so 1000 blocks take 7.8 GiB.
+TEST_CASE("cli: kvsim run's header names the block count and the parallel layout", "[cli]") {
+  const Ran blocks = Kvsim(
+      "run --set sweep={} --set workload.num_requests=5 "
+      "--set model.preset=llama-2-7b --set parallel.tp=1 "
+      "--set cache.block_size=16 --set cache.num_gpu_blocks=1000");
+  CHECK(blocks.rc == 0);
+  CHECK(Contains(blocks.out, "KV cache 1000 blocks (7.8 GiB per rank)"));
+  CHECK_FALSE(Contains(blocks.out, "KV memory 0.0 GiB"));
+  const Ran dp = Kvsim(
+      "run --set sweep={} --set workload.num_requests=5 --set parallel.dp=2 "
+      "--set parallel.ep=2");
+  CHECK(dp.rc == 0);
+  CHECK(Contains(dp.out, "(TP 2, DP 2, EP 2)"));
+}
+
 // (a)#24, (b)#47: 500 GiB of KV per rank on an 80 GB H100 was accepted without a word.
 TEST_CASE("cli: a KV budget above the GPU's memory gets a note", "[cli]") {
   const Ran big = Kvsim("layout --set cache.kv_memory_bytes=500GiB");
