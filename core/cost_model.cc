@@ -159,7 +159,7 @@ CostModel::CostModel(const ModelSpec& model, const KvCachePlan& plan, const Hard
     const double shard = ep_ > 1 ? 1.0 : static_cast<double>(tp_);
     expert_gate_up_n_ = 2.0 * width / shard;
     expert_down_k_ = width / shard;
-    linears_.push_back({"router", layers, experts_, hidden_, false});
+    linears_.push_back({"router", layers, experts_, hidden_, false, true});
   }
   // Dense MLP (with shared experts) from what the parameters leave, unless given.
   const double embed_and_head = 2.0 * vocab * hidden_;
@@ -178,7 +178,7 @@ CostModel::CostModel(const ModelSpec& model, const KvCachePlan& plan, const Hard
     linears_.push_back({"gate_up", layers, 2.0 * mlp_width / tp_, hidden_, false});
     linears_.push_back({"down", layers, hidden_, mlp_width / tp_, false});
   }
-  if (vocab > 0) linears_.push_back({"lm_head", 1, vocab / tp_, hidden_, true});
+  if (vocab > 0) linears_.push_back({"lm_head", 1, vocab / tp_, hidden_, true, true});
 }
 
 StepCost CostModel::Finish() const {
@@ -193,10 +193,13 @@ StepCost CostModel::Finish() const {
 
   // Dense part: one GEMM per linear layer, the routed experts as a grouped GEMM.
   double dense_s = 0;
+  const double bf16_flops = hw_.dense_tflops_bf16 * 1e12;
   for (const Linear& l : linears_) {
     const double m = l.per_sequence ? seqs : tokens;
+    const bool wide = l.sixteen_bit && weight_bytes_per_param_ < kActivationBytes;
     dense_s += l.count * GemmSeconds(hw_, std::max(1.0, std::ceil(m)), l.n, l.k,
-                                     weight_bytes_per_param_, peak_flops_, hw_.mbu);
+                                     wide ? kActivationBytes : weight_bytes_per_param_,
+                                     wide ? bf16_flops : peak_flops_, hw_.mbu);
   }
   double comm_s = 0;
   if (experts_ > 0) {

@@ -19,7 +19,8 @@
 //                             a partial last wave costs its share, as stream-K balances it).
 //                 I is model.compute.intermediate_size, else what the parameter count leaves
 //                 after embeddings, LM head and attention projections. fp8 models use the
-//                 fp8 peak and 1-byte weights.
+//                 fp8 peak and 1-byte weights, except the LM head and the router, which
+//                 quantized checkpoints keep in 16 bits (bf16 peak, 2-byte weights).
 //   MoE           router GEMM (N = experts), shared experts inside the dense MLP, and the routed
 //                 experts as one grouped GEMM: of E experts, a batch of T tokens with top-k
 //                 routing touches U = E · (1 − (1 − k/E)^T) of them (uniform routing), each with
@@ -177,6 +178,9 @@ class CostModel {
     double n = 0;
     double k = 0;
     bool per_sequence = false;  // M = sequences (LM head) instead of tokens
+    // Kept in 16 bits when the other weights are narrower: quantized checkpoints (compressed-
+    // tensors, ModelOpt, AWQ/GPTQ) leave the LM head and the MoE router out of quantization.
+    bool sixteen_bit = false;
   };
   const std::vector<Linear>& linears() const { return linears_; }
 

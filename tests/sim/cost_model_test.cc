@@ -52,6 +52,23 @@ TEST_CASE("cost model: decode is bound by reading the linear layers' weights") {
   CHECK(c.dense_ns < want_ns * 1.002);  // + activations, < 0.2 %
 }
 
+TEST_CASE("cost model: an fp8 model streams its LM head in 16 bits") {
+  Fixture f = Llama8b();
+  f.model.dtype = DType::kFp8;
+  HardwareSpec hw;
+  hw.step_overhead_us = hw.layer_overhead_us = hw.seq_overhead_us = 0;
+  hw.mbu = 0.85;
+  CostModel cm(f.model, f.plan, hw);
+  cm.BatchNanos({{1, 0}});
+  const StepCost c = cm.Finish();
+  // The 32 layers' 6,979,321,856 weights at 1 byte and the LM head's 128256 × 4096 =
+  // 525,336,576 at 2 bytes (left out of fp8 quantization): 8,029,995,008 bytes /
+  // (3350 GB/s × 0.85) = 2.8199 ms. All at 1 byte it would be 2.6354 ms.
+  const double want_ns = 8029995008.0 / (3350e9 * 0.85) * 1e9;
+  CHECK(c.dense_ns > want_ns * 0.999);
+  CHECK(c.dense_ns < want_ns * 1.002);  // + activations, < 0.2 %
+}
+
 TEST_CASE("cost model: monotone in tokens and in context") {
   Fixture f = Llama8b();
   CostModel cm(f.model, f.plan, HardwareSpec{});
