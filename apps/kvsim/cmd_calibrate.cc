@@ -40,6 +40,7 @@ struct CalibrateArgs {
   std::string fit;
   std::string metrics = "ttft_mean_ms,tpot_mean_ms,e2e_mean_ms";
   int iterations = 6;
+  bool from_defaults = false;
   bool stages = true;
   std::string out;
 };
@@ -272,7 +273,7 @@ void RunCalibrate(const CalibrateArgs& a) {
         double v = 0;
         if (it != ServingFitParameters().end()) {
           params.push_back(*it);
-        } else if (GetHardwareKey(hw, k, &v)) {
+        } else if (GetHardwareKey(a.from_defaults ? HardwareSpec{} : hw, k, &v)) {
           params.push_back({k, 0, std::max(1.0, 10 * v)});
         } else {
           return (void)ReportError(
@@ -311,6 +312,16 @@ void RunCalibrate(const CalibrateArgs& a) {
       }
       scenarios.push_back(std::move(sc.value()));
     }
+    if (a.from_defaults) {
+      // Start from kvsim's built-in values, not the preset's: a preset's serving keys were
+      // fitted on runs that a leave-one-out refit must not start from.
+      const HardwareSpec defaults;
+      for (const FitParameter& p : params) {
+        double v = 0;
+        GetHardwareKey(defaults, p.key, &v);
+        SetHardwareKey(hw, p.key, v);
+      }
+    }
     const HardwareSpec fit_start = hw;
     auto simulate = [&](const HardwareSpec& trial) -> Result<std::vector<double>> {
       std::vector<double> out;
@@ -323,7 +334,9 @@ void RunCalibrate(const CalibrateArgs& a) {
           GetHardwareKey(trial, p.key, &v);
           GetHardwareKey(fit_start, p.key, &v0);
           GetHardwareKey(sc.sim.hardware, p.key, &own);
-          SetHardwareKey(sc.sim.hardware, p.key, std::max(0.0, own + (v - v0)));
+          // From the defaults every run starts at the same value (its preset's is set aside).
+          const double base = a.from_defaults ? v0 : own;
+          SetHardwareKey(sc.sim.hardware, p.key, std::max(0.0, base + (v - v0)));
         }
         auto e = Engine::Create(sc);
         if (!e.ok()) return e.status();
@@ -393,6 +406,8 @@ void RegisterCalibrate(CLI::App& app) {
   cmd->add_option("--fit", a.fit, "hardware keys to fit on the runs (comma separated)");
   cmd->add_option("--metrics", a.metrics, "reference metrics to fit (comma separated)")->capture_default_str();
   cmd->add_option("--iterations", a.iterations, "Levenberg-Marquardt iterations")->capture_default_str();
+  cmd->add_flag("--from-defaults", a.from_defaults,
+                "start a --runs fit from kvsim's default values instead of the preset's");
   cmd->add_option("-o,--out", a.out, "hardware YAML to write");
   cmd->add_flag("--stages,!--no-stages", a.stages,
                 "also fit each load stage's measured metrics (default on)");

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "kernels/device.h"
@@ -138,6 +139,37 @@ TEST_CASE("cli: kvsim run's header names the block count and the parallel layout
       "--set parallel.ep=2");
   CHECK(dp.rc == 0);
   CHECK(Contains(dp.out, "(TP 2, DP 2, EP 2)"));
+}
+
+// A leave-one-out refit that starts from the preset's serving keys starts from values fitted
+// with the left-out run. --from-defaults starts from kvsim's built-in values instead
+// (core/cost_model.h: step_overhead_us 1500, layer_overhead_us 4), where H100-SXM ships 745
+// and 18.6. With no iterations the written file is the starting point.
+TEST_CASE("cli: kvsim calibrate --from-defaults starts a serving fit from the defaults", "[cli]") {
+  const std::string dir = testing_tmpdir();
+  {
+    std::ofstream f(dir + "/run.yaml");
+    f << "name: small\nmodel: {preset: llama-3.1-8b}\ncache: {num_gpu_blocks: 2000}\n"
+         "workload: {kind: shared_prefix, num_requests: 20, arrival: constant, rate_per_s: 5,\n"
+         "  prompt_tokens: {dist: fixed, mean: 100, min: 1, max: 100},\n"
+         "  output_tokens: {dist: fixed, mean: 20, min: 1, max: 20}}\n"
+         "reference: {summary: {tpot_mean_ms: 8.0}}\n";
+  }
+  auto fit = [&](const std::string& extra) {
+    const Ran r = Kvsim("calibrate --runs " + dir + "/run.yaml --fit step_overhead_us," +
+                        "layer_overhead_us --metrics tpot_mean_ms --iterations 0 -o " + dir +
+                        "/hw.yaml" + extra);
+    CHECK(r.rc == 0);
+    std::ifstream f(dir + "/hw.yaml");
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string preset = fit("");
+  CHECK(Contains(preset, "step_overhead_us: 745\n"));
+  CHECK(Contains(preset, "layer_overhead_us: 18.6\n"));
+  const std::string defaults = fit(" --from-defaults");
+  CHECK(Contains(defaults, "step_overhead_us: 1500\n"));
+  CHECK(Contains(defaults, "layer_overhead_us: 4\n"));
+  std::filesystem::remove_all(dir);
 }
 
 // (a)#24, (b)#47: 500 GiB of KV per rank on an 80 GB H100 was accepted without a word.
