@@ -61,7 +61,7 @@ FROM_DEFAULTS = "--from-defaults" in sys.argv
 
 
 def fit_file(kvsim, runs, hw, label):
-    """Fits the serving keys on `runs` into the hardware file `hw`."""
+    """Fits the serving keys on `runs` into the hardware file `hw`; returns `hw`."""
     args = [kvsim, "calibrate", "--iterations", "12" if FROM_DEFAULTS else "6", "--fit", FIT,
             "-o", hw]
     if FROM_DEFAULTS:
@@ -69,15 +69,16 @@ def fit_file(kvsim, runs, hw, label):
     out = subprocess.run(args + ["--runs"] + runs, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"calibrate {label} failed:\n{out.stdout}{out.stderr}")
+    return hw
 
 
 def leave_one_out(kvsim, runs, run, tmp):
-    hw = os.path.join(tmp, os.path.basename(run))
-    fit_file(kvsim, [r for r in runs if r != run], hw, f"without {run}")
+    hw = fit_file(kvsim, [r for r in runs if r != run], os.path.join(tmp, os.path.basename(run)),
+                  f"without {run}")
     return run_errors(kvsim, run, [f"hardware.file={hw}"])
 
 
-def in_sample(kvsim, runs, run, all_fit):
+def in_sample(kvsim, run, all_fit):
     """The run with the shipped coefficients, or (--from-defaults) with the fit on all runs."""
     return run_errors(kvsim, run, [f"hardware.file={all_fit.result()}"] if all_fit else [])
 
@@ -96,10 +97,10 @@ def main():
         all_fit = None
         if FROM_DEFAULTS:
             all_hw = os.path.join(tmp, "all.yaml")
-            all_fit = pool.submit(lambda: fit_file(kvsim, runs, all_hw, "on all runs") or all_hw)
+            all_fit = pool.submit(fit_file, kvsim, runs, all_hw, "on all runs")
         # The refits first: an in-sample run waits for the fit on all runs.
         loo = {r: pool.submit(leave_one_out, kvsim, runs, r, tmp) for r in runs}
-        in_futures = {r: pool.submit(in_sample, kvsim, runs, r, all_fit) for r in runs}
+        in_futures = {r: pool.submit(in_sample, kvsim, r, all_fit) for r in runs}
         for r in runs:
             name = os.path.splitext(os.path.basename(r))[0]
             a, b = in_futures[r].result(), loo[r].result()

@@ -90,12 +90,10 @@ class EngineSimulation : public Simulation {
       return bytes >= (1 << 30) || bytes == 0 ? fmt::format("{:.1f} GiB", bytes / (1 << 30))
                                               : fmt::format("{:.1f} MiB", bytes / (1 << 20));
     };
-    const KvCachePlan& plan = e_->plan();
     const std::string kv =
         s.cache.num_gpu_blocks > 0
             ? fmt::format("KV cache {} blocks ({} per rank)", s.cache.num_gpu_blocks,
-                          size(static_cast<double>(plan.block_bytes) *
-                               static_cast<double>(plan.num_blocks)))
+                          size(static_cast<double>(e_->plan().total_bytes())))
             : "KV memory " + size(static_cast<double>(s.cache.kv_memory_bytes));
     out += fmt::format("  budget {} tokens / {} seqs, {}\n", s.scheduler.max_num_batched_tokens,
                        s.scheduler.max_num_seqs, kv);
