@@ -40,6 +40,7 @@ struct CalibrateArgs {
   std::string fit;
   std::string metrics = "ttft_mean_ms,tpot_mean_ms,e2e_mean_ms";
   int iterations = 6;
+  double prior = 0;
   bool from_defaults = false;
   bool stages = true;
   std::string out;
@@ -361,7 +362,7 @@ void RunCalibrate(const CalibrateArgs& a) {
       }
       return out;
     };
-    auto fit = FitServingRuns(hw, params, measurements, simulate, a.iterations);
+    auto fit = FitServingRuns(hw, params, measurements, simulate, a.iterations, a.prior);
     if (!fit.ok()) return (void)ReportError(fit.status(), false);
     hw = fit->hw;
     std::cout << fmt::format("serving runs ({} runs, {} measurements, {} simulations):\n",
@@ -406,6 +407,10 @@ void RegisterCalibrate(CLI::App& app) {
   cmd->add_option("--fit", a.fit, "hardware keys to fit on the runs (comma separated)");
   cmd->add_option("--metrics", a.metrics, "reference metrics to fit (comma separated)")->capture_default_str();
   cmd->add_option("--iterations", a.iterations, "Levenberg-Marquardt iterations")->capture_default_str();
+  cmd->add_option("--prior", a.prior,
+                  "weight of the pull towards the starting values in a --runs fit (0: none)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   cmd->add_flag("--from-defaults", a.from_defaults,
                 "start a --runs fit from kvsim's default values instead of the preset's");
   cmd->add_option("-o,--out", a.out, "hardware YAML to write");

@@ -312,7 +312,8 @@ Result<OperatorFit> FitOperatorProfiles(const HardwareSpec& start,
 Result<ServingFit> FitServingRuns(const HardwareSpec& start,
                                   const std::vector<FitParameter>& params,
                                   const std::vector<ServingMeasurement>& measurements,
-                                  const ServingSimulator& simulate, int max_iterations) {
+                                  const ServingSimulator& simulate, int max_iterations,
+                                  double prior_weight) {
   const Eigen::Index p = static_cast<Eigen::Index>(params.size());
   const Eigen::Index m = static_cast<Eigen::Index>(measurements.size());
   if (p == 0 || m == 0) return Status::Error("nothing_to_fit", "no parameters or no measurements");
@@ -329,7 +330,8 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
     hi(i) = fp.upper / range(i);
     u(i) = std::clamp(v, fp.lower, fp.upper) / range(i);
   }
-  const Eigen::VectorXd u_start = u;  // the leave-one-out prior (below)
+  const Eigen::VectorXd u_start = u;  // the prior: of the fit (prior_weight) and leave-one-out
+  const double w = std::sqrt(std::max(prior_weight, 0.0));
   ServingFit fit;
   // A coefficient in its units, inside its bounds: u·range can land a rounding error outside
   // a bound (−4e-15 for a lower bound of 0), and kvsim rejects a negative coefficient.
@@ -360,7 +362,11 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
   auto r = residuals(u);
   if (!r.ok()) return r.status();
   Eigen::VectorXd res = r.value();
-  double cost = res.squaredNorm();
+  // What the fit minimises: the runs' squared relative errors plus the pull to the start.
+  auto objective = [&](const Eigen::VectorXd& errors, const Eigen::VectorXd& at) {
+    return errors.squaredNorm() + prior_weight * (at - u_start).squaredNorm();
+  };
+  double cost = objective(res, u);
   Eigen::MatrixXd jac(m, p);
   double lambda = 1e-2;
   constexpr double kStep = 0.02;  // 2 % of each range: larger than the simulator's jitter
@@ -385,15 +391,16 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
     // full step overshot (the simulator is not smooth) gave up at its start, and a leave-one-out
     // refit returned the shipped coefficients unchanged.
     for (int tries = 0; tries < 10 && !improved; ++tries) {
-      Eigen::MatrixXd a(m + p, p);
-      a << jac, std::sqrt(lambda) * Eigen::MatrixXd::Identity(p, p);
-      Eigen::VectorXd b(m + p);
-      b << -res, Eigen::VectorXd::Zero(p);
+      Eigen::MatrixXd a(m + 2 * p, p);
+      a << jac, w * Eigen::MatrixXd::Identity(p, p),
+          std::sqrt(lambda) * Eigen::MatrixXd::Identity(p, p);
+      Eigen::VectorXd b(m + 2 * p);
+      b << -res, -w * (u - u_start), Eigen::VectorXd::Zero(p);
       const Eigen::VectorXd delta = BoundedLeastSquares(a, b, lo - u, hi - u);
       const Eigen::VectorXd trial = u + delta;
       auto rt = residuals(trial);
       if (!rt.ok()) return rt.status();
-      const double c = rt.value().squaredNorm();
+      const double c = objective(rt.value(), trial);
       if (c < cost) {
         u = trial;
         res = rt.value();
@@ -417,7 +424,7 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
   // Leave one run out, linearised at the fit: the Gauss–Newton step without the run's rows,
   // with a weak pull towards the starting values, so that a coefficient only the left-out
   // run informs (the MHA penalty, say) falls back to its prior instead of drifting freely.
-  constexpr double kPrior = 1e-2;
+  const double kPrior = std::max(1e-2, prior_weight);
   std::vector<std::string> runs;
   for (const auto& ms : measurements) {
     if (std::find(runs.begin(), runs.end(), ms.run) == runs.end()) runs.push_back(ms.run);

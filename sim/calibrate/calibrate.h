@@ -104,10 +104,14 @@ struct ServingFit {
   std::vector<SampleError> errors;                     // one per measurement
   int evaluations = 0;
 };
+// Minimises Σ (relative error)² + prior_weight · Σ ((x − x_start) / range)² over the
+// parameters' bounds: a prior_weight > 0 keeps a coefficient that the runs barely inform near
+// its starting value instead of letting it absorb another run's error.
 Result<ServingFit> FitServingRuns(const HardwareSpec& start,
                                   const std::vector<FitParameter>& params,
                                   const std::vector<ServingMeasurement>& measurements,
-                                  const ServingSimulator& simulate, int max_iterations);
+                                  const ServingSimulator& simulate, int max_iterations,
+                                  double prior_weight = 0);
 
 // (c) gpu-validate --json: decode-attention rows (kernel "decode_attention*"), fitted as
 // t = attention_call_us + bytes / (peak · attention_mbu).

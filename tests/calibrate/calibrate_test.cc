@@ -155,6 +155,27 @@ TEST_CASE("serving fit: a coefficient pulled past its bound stays exactly on it"
     if (key == "seq_overhead_us") CHECK(v == 0.5);
 }
 
+// The prior, worked by hand: one run whose TPOT is step_overhead_us / 1000 ms, measured 1 ms,
+// so its relative error is x / 1000 − 1; the fit starts at x0 = 500 with range 2000, and a
+// prior weight of 4 adds 4 · ((x − 500) / 2000)² = (x − 500)² / 10⁶. The objective
+// ((x − 1000)² + (x − 500)²) / 10⁶ is least at x = 750, halfway; without the prior at 1000.
+TEST_CASE("serving fit: the prior weight pulls towards the start as the objective says") {
+  auto simulate = [](const HardwareSpec& hw) -> Result<std::vector<double>> {
+    return std::vector<double>{hw.step_overhead_us * 1e-3};
+  };
+  const std::vector<ServingMeasurement> meas = {{"run0", "tpot_mean_ms", 1.0}};
+  HardwareSpec start;
+  start.step_overhead_us = 500;
+  const std::vector<FitParameter> params = {{"step_overhead_us", 0, 2000}};
+  auto with_prior = FitServingRuns(start, params, meas, simulate, 20, 4.0);
+  REQUIRE(with_prior.ok());
+  CHECK(with_prior->hw.step_overhead_us == Catch::Approx(750).epsilon(1e-4));
+  CHECK(with_prior->errors.at(0).in_sample == Catch::Approx(-0.25).epsilon(1e-3));
+  auto without = FitServingRuns(start, params, meas, simulate, 20, 0.0);
+  REQUIRE(without.ok());
+  CHECK(without->hw.step_overhead_us == Catch::Approx(1000).epsilon(1e-4));
+}
+
 TEST_CASE("gpu-validate fit: decode attention's fixed cost and bandwidth share") {
   // t = 10 us + bytes / (3.35e12 × 0.8).
   std::string rows;
