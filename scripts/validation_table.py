@@ -2,22 +2,21 @@
 """The README's validation table: kvsim's error on the training split of real vLLM runs
 (scenarios/validation/*.yaml, each with a `reference:` block of measured metrics).
 
-In-sample: every run simulated with the shipped coefficients (they were fitted on these runs).
-Leave-one-out: for each run, the shipped serving keys are refitted on the other six
-(`kvsim calibrate --runs OTHERS --fit KEYS --iterations 6 -o FILE`) and the run is simulated
-with that file (`kvsim run RUN --set hardware.file=FILE`): a prediction of a run the fit never
-saw. Prints per metric the median and worst |error| and per run the signed errors, as
-Markdown. With --readme it rewrites the block between the markers <!-- validation-table -->
-and <!-- /validation-table --> in README.md. Takes a few minutes (two fits at a time).
+In-sample: every run simulated with the shipped coefficients, which are the fit of the serving
+keys on all seven runs by the procedure below.
+Leave-one-out: for each run, the serving keys are refitted on the other six from kvsim's
+built-in values, with the same pull towards them as the shipped fit (`kvsim calibrate --runs
+OTHERS --fit KEYS --from-defaults --prior 4 --iterations 12 -o FILE`), and the run is
+simulated with that file (`kvsim run RUN --set hardware.file=FILE`): a prediction of a run
+that no fit behind it saw. Prints per metric the median and worst |error| and per run the
+signed errors, as Markdown. With --readme it rewrites the block between the markers
+<!-- validation-table --> and <!-- /validation-table --> in README.md. Takes about ten
+minutes (two fits at a time).
 
-With --from-defaults every fit starts from kvsim's built-in values instead of the presets'
-(`kvsim calibrate --from-defaults`): the shipped keys were fitted on all seven runs, so a
-leave-one-out refit that starts from them starts from values the left-out run helped make.
-The in-sample column is then a fit from the defaults on all seven runs, not the shipped
-values, and every fit runs 12 iterations instead of 6 (it starts farther away). Slower
-(about ten minutes); not with --readme.
+With --refit the in-sample column is a fresh fit on all seven runs by the same command
+instead of the shipped presets (what the presets should hold; not with --readme).
 
-Usage: scripts/validation_table.py KVSIM [--readme | --from-defaults]
+Usage: scripts/validation_table.py KVSIM [--readme | --refit]
 """
 import concurrent.futures
 import glob
@@ -30,9 +29,11 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METRICS = [("ttft_mean_ms", "TTFT mean"), ("tpot_mean_ms", "TPOT mean"), ("e2e_mean_ms", "E2E mean")]
-# The keys the shipped coefficients were fitted on (README: how the presets came).
+# The keys the shipped coefficients were fitted on and how (README: how the presets came).
 FIT = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,intake_us,intake_token_ns,"
        "output_token_us,layer_overhead_us")
+PRIOR = "4"
+ITERATIONS = "12"
 
 
 def run_errors(kvsim, run, sets=()):
@@ -57,15 +58,13 @@ def run_errors(kvsim, run, sets=()):
     return errors
 
 
-FROM_DEFAULTS = "--from-defaults" in sys.argv
+REFIT = "--refit" in sys.argv
 
 
 def fit_file(kvsim, runs, hw, label):
     """Fits the serving keys on `runs` into the hardware file `hw`; returns `hw`."""
-    args = [kvsim, "calibrate", "--iterations", "12" if FROM_DEFAULTS else "6", "--fit", FIT,
-            "-o", hw]
-    if FROM_DEFAULTS:
-        args.append("--from-defaults")
+    args = [kvsim, "calibrate", "--iterations", ITERATIONS, "--fit", FIT, "--from-defaults",
+            "--prior", PRIOR, "-o", hw]
     out = subprocess.run(args + ["--runs"] + runs, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"calibrate {label} failed:\n{out.stdout}{out.stderr}")
@@ -79,7 +78,7 @@ def leave_one_out(kvsim, runs, run, tmp):
 
 
 def in_sample(kvsim, run, all_fit):
-    """The run with the shipped coefficients, or (--from-defaults) with the fit on all runs."""
+    """The run with the shipped coefficients, or (--refit) with a fresh fit on all runs."""
     return run_errors(kvsim, run, [f"hardware.file={all_fit.result()}"] if all_fit else [])
 
 
@@ -91,11 +90,11 @@ def main():
     runs = sorted(glob.glob("scenarios/validation/*.yaml"))
     rows = {}  # (run, metric) -> (in-sample, loo)
     in_results = {}  # run -> its in-sample errors, stages included
-    if FROM_DEFAULTS and "--readme" in sys.argv:
-        sys.exit("--from-defaults describes another procedure than the README's table")
+    if REFIT and "--readme" in sys.argv:
+        sys.exit("--refit does not describe the shipped presets, the README's table")
     with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(2) as pool:
         all_fit = None
-        if FROM_DEFAULTS:
+        if REFIT:
             all_hw = os.path.join(tmp, "all.yaml")
             all_fit = pool.submit(fit_file, kvsim, runs, all_hw, "on all runs")
         # The refits first: an in-sample run waits for the fit on all runs.
