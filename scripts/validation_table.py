@@ -10,7 +10,7 @@ OTHERS --fit KEYS --from-defaults --prior 4 --iterations 12 -o FILE`), and the r
 simulated with that file (`kvsim run RUN --set hardware.file=FILE`): a prediction of a run
 that no fit behind it saw. Prints per metric the median and worst |error| and per run the
 signed errors, as Markdown. With --readme it rewrites the block between the markers
-<!-- validation-table --> and <!-- /validation-table --> in README.md. Takes about ten
+<!-- validation-table --> and <!-- /validation-table --> in README.md. Takes about twenty
 minutes (two fits at a time).
 
 With --refit the in-sample column is a fresh fit on all seven runs by the same command

@@ -422,9 +422,10 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
     fit.values.emplace_back(params[static_cast<size_t>(i)].key, value(u, i));
   }
   // Leave one run out, linearised at the fit: the Gauss–Newton step without the run's rows,
-  // with a weak pull towards the starting values, so that a coefficient only the left-out
-  // run informs (the MHA penalty, say) falls back to its prior instead of drifting freely.
-  const double kPrior = std::max(1e-2, prior_weight);
+  // with the fit's pull towards the starting values (at least a weak one), so that a coefficient
+  // only the left-out run informs (the MHA penalty, say) falls back to its prior instead of
+  // drifting freely.
+  const double loo_prior = std::max(1e-2, prior_weight);
   std::vector<std::string> runs;
   for (const auto& ms : measurements) {
     if (std::find(runs.begin(), runs.end(), ms.run) == runs.end()) runs.push_back(ms.run);
@@ -444,8 +445,8 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
         a.row(static_cast<Eigen::Index>(k)) = jac.row(keep[k]);
         b(static_cast<Eigen::Index>(k)) = -res(keep[k]);
       }
-      a.bottomRows(p) = std::sqrt(kPrior) * Eigen::MatrixXd::Identity(p, p);
-      b.tail(p) = std::sqrt(kPrior) * (u_start - u);
+      a.bottomRows(p) = std::sqrt(loo_prior) * Eigen::MatrixXd::Identity(p, p);
+      b.tail(p) = std::sqrt(loo_prior) * (u_start - u);
       const Eigen::VectorXd delta = BoundedLeastSquares(a, b, lo - u, hi - u);
       pred = res + jac * delta;
     }

@@ -11,9 +11,10 @@
 //       (peak · attention_mbu), which fit attention_mbu and attention_call_us.
 // Errors are reported in-sample and leave-one-out. For serving runs the leave-one-out fit is
 // the Gauss–Newton step of the linearised problem at the full fit (runs are too slow to refit
-// once per left-out run), weakly pulled towards the starting coefficients (a coefficient that
-// only the left-out run informs falls back to its prior); for operator profiles it is an
-// exact refit.
+// once per left-out run), pulled towards the starting coefficients as the fit is (and at least
+// weakly: a coefficient that only the left-out run informs falls back to its prior); for
+// operator profiles it is an exact refit. A serving fit may take a prior of its own
+// (prior_weight): a pull towards the starting coefficients in the fit itself.
 #pragma once
 
 #include <functional>
