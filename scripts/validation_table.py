@@ -6,7 +6,7 @@ In-sample: every run simulated with the shipped coefficients, which are the fit 
 keys on all seven runs by the procedure below.
 Leave-one-out: for each run, the serving keys are refitted on the other six from kvsim's
 built-in values, with the same pull towards them as the shipped fit (`kvsim calibrate --runs
-OTHERS --fit KEYS --from-defaults --prior 4 --iterations 12 -o FILE`), and the run is
+OTHERS --fit KEYS --from-defaults --prior 30 --iterations 12 -o FILE`), and the run is
 simulated with that file (`kvsim run RUN --set hardware.file=FILE`): a prediction of a run
 that no fit behind it saw. Prints per metric the median and worst |error| and per run the
 signed errors, as Markdown. With --readme it rewrites the block between the markers
@@ -32,7 +32,7 @@ METRICS = [("ttft_mean_ms", "TTFT mean"), ("tpot_mean_ms", "TPOT mean"), ("e2e_m
 # The keys the shipped coefficients were fitted on and how (README: how the presets came).
 FIT = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,intake_us,intake_token_ns,"
        "output_token_us,layer_overhead_us")
-PRIOR = "4"
+PRIOR = "30"
 ITERATIONS = "12"
 
 
