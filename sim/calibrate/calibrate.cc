@@ -331,7 +331,8 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
     u(i) = std::clamp(v, fp.lower, fp.upper) / range(i);
   }
   const Eigen::VectorXd u_start = u;  // the prior: of the fit (prior_weight) and leave-one-out
-  const double w = std::sqrt(std::max(prior_weight, 0.0));
+  const double prior = std::max(prior_weight, 0.0);  // one value for the system and the cost
+  const double w = std::sqrt(prior);
   ServingFit fit;
   // A coefficient in its units, inside its bounds: u·range can land a rounding error outside
   // a bound (−4e-15 for a lower bound of 0), and kvsim rejects a negative coefficient.
@@ -364,7 +365,7 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
   Eigen::VectorXd res = r.value();
   // What the fit minimises: the runs' squared relative errors plus the pull to the start.
   auto objective = [&](const Eigen::VectorXd& errors, const Eigen::VectorXd& at) {
-    return errors.squaredNorm() + prior_weight * (at - u_start).squaredNorm();
+    return errors.squaredNorm() + prior * (at - u_start).squaredNorm();
   };
   double cost = objective(res, u);
   Eigen::MatrixXd jac(m, p);
@@ -425,7 +426,7 @@ Result<ServingFit> FitServingRuns(const HardwareSpec& start,
   // with the fit's pull towards the starting values (at least a weak one), so that a coefficient
   // only the left-out run informs (the MHA penalty, say) falls back to its prior instead of
   // drifting freely.
-  const double loo_prior = std::max(1e-2, prior_weight);
+  const double loo_prior = std::max(1e-2, prior);
   std::vector<std::string> runs;
   for (const auto& ms : measurements) {
     if (std::find(runs.begin(), runs.end(), ms.run) == runs.end()) runs.push_back(ms.run);
