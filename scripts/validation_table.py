@@ -6,7 +6,7 @@ In-sample: every run simulated with the shipped coefficients, which are the fit 
 keys on all seven runs by the procedure below.
 Leave-one-out: for each run, the serving keys are refitted on the other six from kvsim's
 built-in values, with the same pull towards them as the shipped fit (`kvsim calibrate --runs
-OTHERS --fit KEYS --from-defaults --prior 30 --iterations 12 -o FILE`), and the run is
+OTHERS --fit KEYS --from-defaults --prior 15 --iterations 12 -o FILE`), and the run is
 simulated with that file (`kvsim run RUN --set hardware.file=FILE`): a prediction of a run
 that no fit behind it saw. Prints per metric the median and worst |error| and per run the
 signed errors, as Markdown. With --readme it rewrites the block between the markers
@@ -14,9 +14,11 @@ signed errors, as Markdown. With --readme it rewrites the block between the mark
 minutes (two fits at a time).
 
 With --refit the in-sample column is a fresh fit on all seven runs by the same command
-instead of the shipped presets (what the presets should hold; not with --readme).
+instead of the shipped presets (what the presets should hold; not with --readme), and
+--prior W (with --refit) measures the whole procedure at another prior weight: how the
+shipped weight was chosen.
 
-Usage: scripts/validation_table.py KVSIM [--readme | --refit]
+Usage: scripts/validation_table.py KVSIM [--readme | --refit [--prior W]]
 """
 import concurrent.futures
 import glob
@@ -32,7 +34,7 @@ METRICS = [("ttft_mean_ms", "TTFT mean"), ("tpot_mean_ms", "TPOT mean"), ("e2e_m
 # The keys the shipped coefficients were fitted on and how (README: how the presets came).
 FIT = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,intake_us,intake_token_ns,"
        "output_token_us,layer_overhead_us")
-PRIOR = "30"
+PRIOR = "15"
 ITERATIONS = "12"
 
 
@@ -59,6 +61,12 @@ def run_errors(kvsim, run, sets=()):
 
 
 REFIT = "--refit" in sys.argv
+if "--prior" in sys.argv:
+    i = sys.argv.index("--prior")
+    if not REFIT or i + 1 >= len(sys.argv):
+        sys.exit("--prior W needs a weight and --refit (the shipped presets were fitted at " +
+                 PRIOR + ")")
+    PRIOR = sys.argv[i + 1]
 
 
 def fit_file(kvsim, runs, hw, label):
@@ -107,6 +115,7 @@ def main():
             for key, _ in METRICS:
                 if key in a and key in b:
                     rows[(name, key)] = (a[key], b[key])
+        fitted = open(all_fit.result()).read() if REFIT else ""
     names = sorted({r for r, _ in rows})
     lines = ["| metric | median \\|error\\| in-sample | worst in-sample | median leave-one-out | worst leave-one-out |",
              "|---|---|---|---|---|"]
@@ -137,6 +146,8 @@ def main():
                   "| run | stage | TTFT | TPOT | E2E |", "|---|---|---|---|---|"] + stage_rows
     table = "\n".join(lines)
     print(table)
+    if fitted:
+        print(f"\nThe fit on all runs (--prior {PRIOR}):\n\n```yaml\n{fitted.rstrip()}\n```")
     if "--readme" in sys.argv:
         path = os.path.join(ROOT, "README.md")
         text = open(path).read()

@@ -143,8 +143,8 @@ TEST_CASE("cli: kvsim run's header names the block count and the parallel layout
 
 // A leave-one-out refit that starts from the preset's serving keys starts from values fitted
 // with the left-out run. --from-defaults starts from kvsim's built-in values instead
-// (core/cost_model.h: step_overhead_us 1500, layer_overhead_us 4), where H100-SXM ships 1343
-// and 4.03. With no iterations the written file is the starting point.
+// (core/cost_model.h: step_overhead_us 1500, layer_overhead_us 4), where H100-SXM ships 1233
+// and 4.05. With no iterations the written file is the starting point.
 TEST_CASE("cli: kvsim calibrate --from-defaults starts a serving fit from the defaults", "[cli]") {
   const std::string dir = testing_tmpdir();
   {
@@ -164,8 +164,8 @@ TEST_CASE("cli: kvsim calibrate --from-defaults starts a serving fit from the de
     return std::string(std::istreambuf_iterator<char>(f), {});
   };
   const std::string preset = fit("");
-  CHECK(Contains(preset, "step_overhead_us: 1343\n"));
-  CHECK(Contains(preset, "layer_overhead_us: 4.03\n"));
+  CHECK(Contains(preset, "step_overhead_us: 1233\n"));
+  CHECK(Contains(preset, "layer_overhead_us: 4.05\n"));
   const std::string defaults = fit(" --from-defaults");
   CHECK(Contains(defaults, "step_overhead_us: 1500\n"));
   CHECK(Contains(defaults, "layer_overhead_us: 4\n"));

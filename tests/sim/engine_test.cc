@@ -405,9 +405,9 @@ TEST_CASE("engine: an overloaded queue holds recipes, not prompt ids") {
 }
 
 // Async scheduling's timing (core/cost_model.h): a step decided while the previous one ran has
-// had its CPU part (here step_overhead_us = 1343 µs, seq_overhead_us = 0, step_token_ns = 0, the
+// had its CPU part (here step_overhead_us = 1233 µs, seq_overhead_us = 0, step_token_ns = 0, the
 // H100 preset) overlap that step's GPU part, so a back-to-back decode step lasts its GPU part
-// alone, 1343 µs less than the same batch's step in sync mode (the GPU part exceeds 1343 µs here).
+// alone, 1233 µs less than the same batch's step in sync mode (the GPU part exceeds 1233 µs here).
 TEST_CASE("engine, async scheduling: a back-to-back step's CPU part hides behind the GPU") {
   const char* one = R"(
 name: one
@@ -440,7 +440,7 @@ workload:
   int64_t checked = 0;
   for (const auto& [before, dt] : async) {
     if (before <= 200) continue;  // the prefill and the first decode follow no running step
-    CHECK(dt == sync.at(before) - 1343'000);
+    CHECK(dt == sync.at(before) - 1233'000);
     ++checked;
   }
   CHECK(checked == 10);
