@@ -264,6 +264,10 @@ void RunCalibrate(const CalibrateArgs& a) {
   }
 
   if (!a.runs.empty()) {
+    // Where the fit starts: kvsim's built-in values with --from-defaults (a preset's serving
+    // keys were fitted on runs that a leave-one-out refit must not start from), else the
+    // preset's. A key outside the standard list takes its range from this start too.
+    const HardwareSpec start_values = a.from_defaults ? HardwareSpec{} : hw;
     std::vector<FitParameter> params;
     if (a.fit.empty()) {
       params = ServingFitParameters();
@@ -274,7 +278,7 @@ void RunCalibrate(const CalibrateArgs& a) {
         double v = 0;
         if (it != ServingFitParameters().end()) {
           params.push_back(*it);
-        } else if (GetHardwareKey(a.from_defaults ? HardwareSpec{} : hw, k, &v)) {
+        } else if (GetHardwareKey(start_values, k, &v)) {
           params.push_back({k, 0, std::max(1.0, 10 * v)});
         } else {
           return (void)ReportError(
@@ -313,15 +317,10 @@ void RunCalibrate(const CalibrateArgs& a) {
       }
       scenarios.push_back(std::move(sc.value()));
     }
-    if (a.from_defaults) {
-      // Start from kvsim's built-in values, not the preset's: a preset's serving keys were
-      // fitted on runs that a leave-one-out refit must not start from.
-      const HardwareSpec defaults;
-      for (const FitParameter& p : params) {
-        double v = 0;
-        GetHardwareKey(defaults, p.key, &v);
-        SetHardwareKey(hw, p.key, v);
-      }
+    for (const FitParameter& p : params) {
+      double v = 0;
+      GetHardwareKey(start_values, p.key, &v);
+      SetHardwareKey(hw, p.key, v);
     }
     const HardwareSpec fit_start = hw;
     auto simulate = [&](const HardwareSpec& trial) -> Result<std::vector<double>> {
