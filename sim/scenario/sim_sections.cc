@@ -62,7 +62,13 @@ void ParseHardwareKeys(ConfigReader& r, HardwareSpec& h) {
       r.Double("dense_tflops_fp8", h.dense_tflops_fp8, "dense FP8 tensor TFLOP/s", 1e-3);
   h.hbm_bandwidth_gbps =
       r.Double("hbm_bandwidth_gbps", h.hbm_bandwidth_gbps, "HBM bandwidth, GB/s (1e9 B)", 1e-3);
-  h.hbm_capacity_bytes = r.Bytes("hbm_capacity_bytes", h.hbm_capacity_bytes, "HBM capacity");
+  h.hbm_capacity_bytes = r.Bytes("hbm_capacity_bytes", h.hbm_capacity_bytes,
+                                 "GPU memory as the driver reports it (what "
+                                 "cache.gpu_memory_utilization takes a share of)");
+  h.non_torch_memory_bytes =
+      r.Bytes("non_torch_memory_bytes", h.non_torch_memory_bytes,
+              "memory outside torch that grows after vLLM starts (workspaces, NCCL buffers), "
+              "less in the KV budget from cache.gpu_memory_utilization");
   h.interconnect_gbps = r.Double("interconnect_gbps", h.interconnect_gbps,
                                  "NVLink GB/s per direction (TP all-reduce)", 1e-3);
   h.num_sms = r.Int("num_sms", h.num_sms, "streaming multiprocessors (GEMM tile waves)", 1, 4096);
@@ -97,8 +103,22 @@ void ParseHardwareKeys(ConfigReader& r, HardwareSpec& h) {
       r.Double("layer_overhead_us", h.layer_overhead_us, "fixed cost per layer per step, us", 0);
   h.seq_overhead_us = r.Double("seq_overhead_us", h.seq_overhead_us,
                                "CPU cost per scheduled sequence per step, us", 0);
-  h.allreduce_latency_us =
-      r.Double("allreduce_latency_us", h.allreduce_latency_us, "latency per all-reduce, us", 0);
+  h.step_gpu_us = r.Double("step_gpu_us", h.step_gpu_us,
+                           "GPU time per step outside the layers (input preparation, logits, "
+                           "sampling kernels), us",
+                           0, 100000);
+  h.tp_link = r.Choice("tp_link", h.tp_link, {"nvlink", "pcie"},
+                       "how TP ranks reach each other: nvlink (vLLM's custom all-reduce up to "
+                       "custom_allreduce_max_bytes) or pcie (NCCL rings)");
+  h.allreduce_latency_us = r.Double("allreduce_latency_us", h.allreduce_latency_us,
+                                    "one pass of vLLM's custom all-reduce (and one EP "
+                                    "all-to-all), us",
+                                    0, 10000);
+  h.nccl_latency_us =
+      r.Double("nccl_latency_us", h.nccl_latency_us, "one small NCCL ring all-reduce, us", 0, 10000);
+  h.custom_allreduce_max_bytes =
+      r.Bytes("custom_allreduce_max_bytes", h.custom_allreduce_max_bytes,
+              "largest all-reduce vLLM's custom kernel takes (larger ones go to NCCL)");
   h.mamba_flops_per_token_state_byte =
       r.Double("mamba_flops_per_token_state_byte", h.mamba_flops_per_token_state_byte,
                "recurrent-layer FLOPs per token per state byte", 0);
@@ -271,9 +291,12 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
   w.duration_s = r.Double("duration_s", w.duration_s, "cap on arrival times, s (0 = none)", 0);
   const bool trace = w.kind == "trace";
   if (!trace || all) {
-    w.arrival = r.Choice("arrival", w.arrival, {"poisson", "gamma", "constant", "burst"},
+    w.arrival = r.Choice("arrival", w.arrival,
+                         {"poisson", "gamma", "constant", "burst", "inference_perf"},
                          "arrival process of new requests/sessions/trees (constant: evenly "
-                         "spaced; burst: all at t=0)");
+                         "spaced; burst: all at t=0; inference_perf: inference-perf's constant "
+                         "load, floor(rate*duration) requests per stage with exponential gaps "
+                         "rescaled to fill the stage)");
     w.rate_per_s = r.Double("rate_per_s", w.rate_per_s, "mean arrivals per second", 1e-9);
     w.stages.clear();
     for (ConfigReader& sr :
@@ -304,6 +327,24 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
   w.system_prompt.tokens = sp.Int("tokens", 0, "tokens per system prompt (0 = none)", 0);
   w.system_prompt.count = sp.Int("count", 1, "distinct system prompts", 1, 1 << 20);
   w.system_prompt.zipf_s = sp.Double("zipf_s", 0, "Zipf skew of prompt popularity", 0, 10);
+  w.system_prompt.users =
+      sp.Int("users", 0,
+             "shared_prefix: questions per system prompt in a fixed pool of count*users "
+             "prompts re-sent in turn, request k of a stage sending pool[k mod size] "
+             "(inference-perf's shared_prefix); 0 = a fresh question per request",
+             0, 1 << 20);
+  if (w.system_prompt.users > 0 && !all) {
+    if (w.kind != "shared_prefix") {
+      sp.Error("users", "bad_value", "a prompt pool is for workload.kind shared_prefix");
+    } else if (static_cast<double>(w.system_prompt.count) * static_cast<double>(w.system_prompt.users) *
+                   static_cast<double>(std::max<int64_t>(1, w.prompt_tokens.max)) >
+               static_cast<double>(kMaxPromptPoolTokens)) {
+      sp.Error("users", "too_large",
+               "count * users * prompt_tokens.max is above " +
+                   std::to_string(kMaxPromptPoolTokens) +
+                   " tokens, the most a prompt pool may hold (it is kept as token ids)");
+    }
+  }
   sp.Finish();
   if (w.kind == "multi_turn" || all) {
     ConfigReader m = r.Map("multi_turn", "sessions: each turn extends the conversation so far");
@@ -449,6 +490,25 @@ void ParseSimSections(ConfigReader& root, Scenario& sc) {
     again.Error("num_requests", "unbounded",
                 "0 (no cap) with none of workload.duration_s, workload.stages or run.max_sim_seconds set: the "
                 "run would never end; give a request count or one of those limits");
+  }
+  if (!root.describing() && wl.kind != "trace" && wl.arrival == "inference_perf") {
+    // Its send times are drawn a stage at a time: each stage must be bounded, and the run
+    // needs stages or one stage of rate_per_s for duration_s.
+    ConfigReader again = root.Map("workload", "");
+    if (wl.stages.empty() && wl.duration_s <= 0) {
+      again.Error("arrival", "bad_value",
+                  "inference_perf arrivals need workload.stages or workload.duration_s (one "
+                  "stage of rate_per_s for that long)");
+    }
+    const std::vector<LoadStage> one{{wl.rate_per_s, wl.duration_s}};
+    for (const LoadStage& st : wl.stages.empty() ? one : wl.stages) {
+      if (st.rate_per_s * st.duration_s > static_cast<double>(kMaxStageRequests)) {
+        again.Error(wl.stages.empty() ? "duration_s" : "stages", "too_large",
+                    "rate_per_s * duration_s is above " + std::to_string(kMaxStageRequests) +
+                        " requests in one stage, the most inference_perf arrivals draw at once");
+        break;
+      }
+    }
   }
   ConfigReader m = root.Map("metrics", "metrics collection");
   sc.sim.metrics.kv_sample_interval_ms = m.Double(

@@ -48,6 +48,27 @@ SyntheticWorkload::SyntheticWorkload(const WorkloadConfig& config, uint64_t seed
     system_prompts_ = MakeSystemPrompts(sp, config_.vocab_size, seed);
     zipf_ = std::make_unique<ZipfTable>(sp.count, sp.zipf_s);
   }
+  if (sp.users > 0 && config_.kind == "shared_prefix") {
+    // The pool is made once from its own streams, so its prompts do not depend on how many
+    // requests the run sends; the scenario loader bounds its size (kMaxPromptPoolTokens).
+    Rng pool_lengths = Rng(seed).Fork(6);
+    Rng pool_tokens = Rng(seed).Fork(7);
+    const int64_t slots = std::max<int64_t>(1, sp.count) * sp.users;
+    questions_.resize(static_cast<size_t>(slots));
+    for (auto& q : questions_) {
+      q.resize(static_cast<size_t>(DrawLength(config_.prompt_tokens, pool_lengths)));
+      for (TokenId& t : q) {
+        t = static_cast<TokenId>(pool_tokens.Below(static_cast<uint64_t>(config_.vocab_size)));
+      }
+    }
+    pool_.resize(static_cast<size_t>(slots));
+    for (int64_t i = 0; i < slots; ++i) pool_[static_cast<size_t>(i)] = i;
+    Rng shuffle = Rng(seed).Fork(8);
+    for (int64_t i = slots - 1; i > 0; --i) {  // Fisher-Yates, once
+      const auto j = static_cast<int64_t>(shuffle.Below(static_cast<uint64_t>(i + 1)));
+      std::swap(pool_[static_cast<size_t>(i)], pool_[static_cast<size_t>(j)]);
+    }
+  }
 }
 
 void SyntheticWorkload::AppendRandom(RequestSpec& r, int64_t n) { r.Add(RandomPart(tokens_, n)); }
@@ -58,9 +79,30 @@ void SyntheticWorkload::AppendSystemPrompt(RequestSpec& r) {
   r.Add({PromptPart::Kind::kShared, config_.system_prompt.tokens, static_cast<uint64_t>(i), {}});
 }
 
+void SyntheticWorkload::AppendSharedPrefixPrompt(RequestSpec& r) {
+  if (pool_.empty()) {
+    AppendSystemPrompt(r);
+    AppendRandom(r, DrawLength(config_.prompt_tokens, lengths_));
+    return;
+  }
+  const int64_t slot = pool_[static_cast<size_t>(pool_cursor_++ % static_cast<int64_t>(pool_.size()))];
+  const int64_t users = config_.system_prompt.users;
+  if (!system_prompts_.empty()) {
+    r.Add({PromptPart::Kind::kShared, config_.system_prompt.tokens,
+           static_cast<uint64_t>(slot / users), {}});
+  }
+  // Questions are stored after the system prompts: key = count + slot.
+  r.Add({PromptPart::Kind::kShared,
+         static_cast<int64_t>(questions_[static_cast<size_t>(slot)].size()),
+         system_prompts_.size() + static_cast<uint64_t>(slot), {}});
+}
+
 void SyntheticWorkload::AppendStored(const PromptPart& part, std::vector<TokenId>& out) const {
-  KVSIM_CHECK(part.kind == PromptPart::Kind::kShared && part.key < system_prompts_.size());
-  const auto& p = system_prompts_[static_cast<size_t>(part.key)];
+  KVSIM_CHECK(part.kind == PromptPart::Kind::kShared &&
+              part.key < system_prompts_.size() + questions_.size());
+  const auto& p = part.key < system_prompts_.size()
+                      ? system_prompts_[static_cast<size_t>(part.key)]
+                      : questions_[static_cast<size_t>(part.key - system_prompts_.size())];
   out.insert(out.end(), p.begin(), p.end());
 }
 
@@ -99,6 +141,7 @@ bool SyntheticWorkload::EnterStage() {
     // The next stage starts at the previous one's end, whatever the last gap was.
     next_arrival_s_ = stage_start_s_ = stage_end_s_;
     in_stage_ = 0;
+    pool_cursor_ = 0;
     if (++stage_ >= config_.stages.size()) return false;
     stage_end_s_ += config_.stages[stage_].duration_s;
   }
@@ -109,28 +152,58 @@ double SyntheticWorkload::CurrentRate() const {
   return config_.stages.empty() ? config_.rate_per_s : config_.stages[stage_].rate_per_s;
 }
 
+bool SyntheticWorkload::NextInferencePerfArrival(double& at) {
+  // Without stages the run is one stage of rate_per_s for duration_s.
+  const std::vector<LoadStage> one{{config_.rate_per_s, config_.duration_s}};
+  const std::vector<LoadStage>& stages = config_.stages.empty() ? one : config_.stages;
+  while (stage_time_index_ >= stage_times_.size()) {
+    if (stage_ >= stages.size()) return false;
+    const LoadStage& st = stages[stage_];
+    const auto n = static_cast<int64_t>(std::floor(st.rate_per_s * st.duration_s));
+    stage_times_.assign(static_cast<size_t>(std::max<int64_t>(0, n)), 0.0);
+    double sum = 0;
+    for (double& t : stage_times_) t = sum += arrivals_.Exponential(1.0 / st.rate_per_s);
+    for (double& t : stage_times_) t = stage_start_s_ + t / sum * st.duration_s;
+    if (!stage_times_.empty()) stage_times_.back() = stage_start_s_ + st.duration_s;
+    stage_time_index_ = 0;
+    stage_start_s_ += st.duration_s;
+    ++stage_;
+    pool_cursor_ = 0;
+  }
+  at = stage_times_[stage_time_index_++];
+  return true;
+}
+
 std::optional<RequestSpec> SyntheticWorkload::Next() {
   if (!CanCreate()) return std::nullopt;
   if (config_.concurrency > 0 && clients_started_ >= config_.concurrency) return std::nullopt;
-  if (config_.duration_s > 0 && next_arrival_s_ > config_.duration_s) return std::nullopt;
-  if (!EnterStage()) return std::nullopt;
+  if (config_.arrival == "inference_perf") {
+    // The stages (or rate_per_s × duration_s) bound these arrivals themselves.
+    if (!NextInferencePerfArrival(next_arrival_s_)) return std::nullopt;
+  } else {
+    if (config_.duration_s > 0 && next_arrival_s_ > config_.duration_s) return std::nullopt;
+    if (!EnterStage()) return std::nullopt;
+  }
   const Tick arrival = static_cast<Tick>(std::llround(next_arrival_s_ * 1e9));
   ++clients_started_;
-  // The next open-loop arrival.
-  const double rate = CurrentRate();
+  // The next open-loop arrival (inference_perf draws a stage at a time above; burst sends
+  // everything at t = 0).
   if (config_.arrival == "poisson") {
-    next_arrival_s_ += arrivals_.Exponential(1.0 / rate);
+    next_arrival_s_ += arrivals_.Exponential(1.0 / CurrentRate());
   } else if (config_.arrival == "gamma") {
     const double k = 1.0 / (config_.gamma_cv * config_.gamma_cv);
-    next_arrival_s_ += arrivals_.Gamma(k, 1.0 / (rate * k));
+    next_arrival_s_ += arrivals_.Gamma(k, 1.0 / (CurrentRate() * k));
   } else if (config_.arrival == "constant") {
-    next_arrival_s_ = stage_start_s_ + static_cast<double>(++in_stage_) / rate;
-  }  // burst: everything at t = 0
+    next_arrival_s_ = stage_start_s_ + static_cast<double>(++in_stage_) / CurrentRate();
+  }
   const int64_t group = config_.kind == "shared_prefix" ? -1 : groups_++;
   RequestSpec r = NewRequest(arrival, group, 0);
-  const int64_t user = DrawLength(config_.prompt_tokens, lengths_);
-  AppendSystemPrompt(r);
-  AppendRandom(r, user);
+  if (config_.kind == "shared_prefix") {
+    AppendSharedPrefixPrompt(r);
+  } else {
+    AppendSystemPrompt(r);
+    AppendRandom(r, DrawLength(config_.prompt_tokens, lengths_));
+  }
   if (config_.kind == "multi_turn") {
     // The session's length travels with its requests: the workload keeps no per-session state.
     r.turns = static_cast<int32_t>(DrawLength(config_.multi_turn.turns, sessions_));
@@ -145,9 +218,7 @@ void SyntheticWorkload::OnFinish(const RequestSpec& spec, int64_t num_output_tok
     if (!CanCreate()) return;
     if (config_.duration_s > 0 && static_cast<double>(now) * 1e-9 > config_.duration_s) return;
     RequestSpec r = NewRequest(now, -1, 0);
-    const int64_t user = DrawLength(config_.prompt_tokens, lengths_);
-    AppendSystemPrompt(r);
-    AppendRandom(r, user);
+    AppendSharedPrefixPrompt(r);
     follow_ups.push_back(std::move(r));
     return;
   }
@@ -180,6 +251,7 @@ std::string SyntheticWorkload::Describe() const {
     s << ", " << config_.system_prompt.count << " system prompt(s) of "
       << config_.system_prompt.tokens << " tokens";
   }
+  if (!pool_.empty()) s << ", a pool of " << pool_.size() << " prompts re-sent in turn";
   s << ", prompt " << config_.prompt_tokens.dist << " mean " << config_.prompt_tokens.mean
     << ", output " << config_.output_tokens.dist << " mean " << config_.output_tokens.mean;
   return s.str();

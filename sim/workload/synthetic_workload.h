@@ -8,8 +8,15 @@
 //                  arrive, each extending parent prompt + reply with its own tool output,
 //                  down to `depth` levels.
 // Arrivals (new requests / sessions / trees) are Poisson, gamma (with a CV), constant (evenly
-// spaced) or a burst at t = 0; with `stages` the rate changes stage by stage (inference-perf's
-// constant load stages) and arrivals end after the last stage. With `concurrency` N > 0
+// spaced), a burst at t = 0, or inference_perf; with `stages` the rate changes stage by stage
+// and arrivals end after the last stage. `inference_perf` is what inference-perf's `constant`
+// load type sends (its ConstantLoadTimer): ⌊rate · duration⌋ requests per stage whose gaps
+// are exponential draws rescaled to sum to the stage's duration, so the count is exact, the
+// last request lands at the stage's end, and the gaps have a CV near 1 (not evenly spaced).
+// With `system_prompt.users` K > 0 (shared_prefix) prompts come from a fixed pool, as
+// inference-perf's shared_prefix generator makes them: count × K prompts (system prompt g
+// followed by its own question u), made once and shuffled once; request k of a load stage
+// sends pool[k mod pool size], so after the first pass every prompt is a whole repeat. With `concurrency` N > 0
 // (shared_prefix) the workload is a closed loop: N clients start by the arrival process and
 // each sends its next request the moment its previous one finishes. Lengths are drawn from LengthDist. Token ids are random in [0, vocab); system prompt
 // i is the same sequence everywhere in the run, so requests share it block for block.
@@ -50,6 +57,11 @@ class SyntheticWorkload : public IWorkload {
   void AppendRandom(RequestSpec& r, int64_t n);
   // One of the shared system prompts, by Zipf popularity.
   void AppendSystemPrompt(RequestSpec& r);
+  // The prompt of a new shared_prefix request: the pool's next prompt, or a system prompt by
+  // popularity and a fresh question.
+  void AppendSharedPrefixPrompt(RequestSpec& r);
+  // The next send time of `inference_perf` arrivals (s); false after the last stage.
+  bool NextInferencePerfArrival(double& at);
   void AppendStored(const PromptPart& part, std::vector<TokenId>& out) const override;
 
   WorkloadConfig config_;
@@ -59,6 +71,14 @@ class SyntheticWorkload : public IWorkload {
   Rng sessions_;
   std::unique_ptr<ZipfTable> zipf_;
   std::vector<std::vector<TokenId>> system_prompts_;
+  // The prompt pool (system_prompt.users > 0): questions_[slot] is slot's question, slot =
+  // g · users + u for system prompt g; pool_ is the shuffled order of the slots.
+  std::vector<std::vector<TokenId>> questions_;
+  std::vector<int64_t> pool_;
+  int64_t pool_cursor_ = 0;  // requests sent so far in this load stage
+  // inference_perf arrivals: this stage's send times (s from the run's start).
+  std::vector<double> stage_times_;
+  size_t stage_time_index_ = 0;
   // Advances the load stage to the one holding next_arrival_s_; false after the last.
   bool EnterStage();
   double CurrentRate() const;

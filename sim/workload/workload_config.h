@@ -23,7 +23,19 @@ struct SystemPromptConfig {
   int64_t tokens = 0;   // length of each shared system prompt (0 = none)
   int64_t count = 1;    // distinct system prompts
   double zipf_s = 0.0;  // popularity skew over prompts (0 = uniform)
+  // > 0: a fixed pool of count × users prompts (each system prompt with `users` questions of
+  // its own), made once, shuffled once, and re-sent in turn: request k of a load stage sends
+  // pool[k mod pool size] (inference-perf's shared_prefix generator). 0: every request gets a
+  // fresh question after a system prompt drawn by popularity.
+  int64_t users = 0;
 };
+
+// The most prompt tokens a prompt pool may hold (count × users × question length): the pool
+// is kept as token ids for the whole run.
+inline constexpr int64_t kMaxPromptPoolTokens = int64_t{1} << 25;
+// The most requests one load stage of `inference_perf` arrivals may hold (their send times
+// are drawn up front, as inference-perf's timer does).
+inline constexpr int64_t kMaxStageRequests = int64_t{1} << 24;
 
 struct MultiTurnConfig {
   LengthDist turns{"uniform", 4, 0.5, 2, 8};
@@ -63,7 +75,10 @@ struct WorkloadConfig {
   std::string kind = "shared_prefix";
   int64_t num_requests = 1000;      // cap on requests created (0 = no cap)
   double duration_s = 0;            // cap on arrival times (0 = none)
-  std::string arrival = "poisson";  // poisson | gamma | burst (all at t = 0)
+  // poisson | gamma | constant (evenly spaced) | burst (all at t = 0) | inference_perf
+  // (inference-perf's `constant` load type: ⌊rate · duration⌋ requests per stage, exponential
+  // gaps rescaled to fill the stage exactly, so the last one lands at the stage's end)
+  std::string arrival = "poisson";
   double rate_per_s = 10;
   double gamma_cv = 2.0;
   std::vector<LoadStage> stages;  // non-empty: rate_per_s by stage, arrivals end after the last

@@ -342,5 +342,85 @@ TEST_CASE("closed loop: N clients, each sends its next request when the last one
   CHECK(more.size() == 2);
 }
 
+TEST_CASE("shared_prefix prompt pool: count x users prompts, each sent once per pass, per stage") {
+  // inference-perf's shared_prefix: 3 system prompts x 4 users = 12 fixed prompts; request k of
+  // a stage sends pool[k mod 12], the pool shuffled once, and each stage starts at pool[0].
+  WorkloadConfig c;
+  c.num_requests = 0;
+  c.arrival = "constant";
+  c.stages = {{12, 3}, {6, 2}};  // 36 then 12 requests
+  c.system_prompt = {50, 3, 0.0, 4};
+  c.prompt_tokens = {"fixed", 30, 0, 1, 100};
+  SyntheticWorkload w(c, 5);
+  auto rs = Drain(w);
+  REQUIRE(rs.size() == 48);
+  std::vector<std::vector<TokenId>> ids;
+  for (const auto& r : rs) {
+    ids.push_back(Ids(w, r));
+    REQUIRE(ids.back().size() == 80);
+  }
+  // Pass 1 of stage 1: 12 distinct prompts; 4 per system prompt (the first 50 ids).
+  std::map<std::vector<TokenId>, int> whole, system;
+  for (int k = 0; k < 12; ++k) {
+    whole[ids[k]]++;
+    system[std::vector<TokenId>(ids[k].begin(), ids[k].begin() + 50)]++;
+  }
+  CHECK(whole.size() == 12);
+  REQUIRE(system.size() == 3);
+  for (const auto& [prefix, n] : system) CHECK(n == 4);
+  // Later passes repeat pass 1 in the same order, and stage 2 starts the pool over.
+  for (int k = 12; k < 36; ++k) CHECK(ids[k] == ids[k % 12]);
+  for (int k = 0; k < 12; ++k) CHECK(ids[36 + k] == ids[k]);
+  // Shuffled once: the first pass is not grouped by system prompt (3 runs of 4).
+  int changes = 0;
+  for (int k = 1; k < 12; ++k)
+    changes += std::equal(ids[k].begin(), ids[k].begin() + 50, ids[k - 1].begin()) ? 0 : 1;
+  CHECK(changes > 2);
+  // Another seed, another pool.
+  SyntheticWorkload other(c, 6);
+  CHECK(Ids(other, *other.Next()) != ids[0]);
+}
+
+TEST_CASE("inference_perf arrivals: floor(rate x duration) per stage, rescaled gaps, CV near 1") {
+  // inference-perf's constant load: n = floor(rate * duration) exponential gaps, rescaled so
+  // that they sum to the stage's duration; the last request lands on the stage's end.
+  WorkloadConfig c;
+  c.num_requests = 0;
+  c.arrival = "inference_perf";
+  c.stages = {{20.5, 100}, {5, 40}};  // 2050, then 200 requests
+  c.prompt_tokens = {"fixed", 10, 0, 1, 100};
+  SyntheticWorkload a(c, 3), b(c, 3);
+  auto rs = Drain(a), again = Drain(b);
+  REQUIRE(rs.size() == 2250);
+  REQUIRE(again.size() == 2250);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    CHECK(rs[i].arrival == again[i].arrival);
+    if (i) CHECK(rs[i].arrival >= rs[i - 1].arrival);
+  }
+  CHECK(rs[2049].arrival == 100'000'000'000);   // end of stage 1
+  CHECK(rs[2050].arrival > 100'000'000'000);    // stage 2 starts after it
+  CHECK(rs.back().arrival == 140'000'000'000);  // end of stage 2
+  // Gaps of stage 1: mean duration / n, coefficient of variation near 1 (exponential), not
+  // the 0 of evenly spaced arrivals.
+  double sum = 0, sq = 0;
+  for (size_t i = 1; i < 2050; ++i) {
+    const double g = static_cast<double>(rs[i].arrival - rs[i - 1].arrival) * 1e-9;
+    sum += g;
+    sq += g * g;
+  }
+  const double n = 2049, mean = sum / n, cv = std::sqrt(sq / n - mean * mean) / mean;
+  CHECK(mean == Catch::Approx(100.0 / 2050).epsilon(0.01));
+  CHECK(cv == Catch::Approx(1.0).margin(0.1));
+  // Without stages: one stage of rate_per_s for duration_s.
+  WorkloadConfig one = c;
+  one.stages.clear();
+  one.rate_per_s = 3;
+  one.duration_s = 10;
+  SyntheticWorkload w(one, 1);
+  auto single = Drain(w);
+  REQUIRE(single.size() == 30);
+  CHECK(single.back().arrival == 10'000'000'000);
+}
+
 }  // namespace
 }  // namespace kvsim
