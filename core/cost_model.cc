@@ -42,6 +42,20 @@ double TileSeconds(const HardwareSpec& hw, double tm, double k, double peak_flop
 
 }  // namespace
 
+double AllReduceSeconds(const HardwareSpec& hw, double bytes, int64_t tp) {
+  if (tp <= 1 || bytes <= 0) return 0;
+  const double link = hw.interconnect_gbps * 1e9;
+  const double peers = static_cast<double>(tp - 1);
+  const double ring = 2.0 * peers / static_cast<double>(tp);
+  if (hw.tp_link == "nvlink" && bytes <= static_cast<double>(hw.custom_allreduce_max_bytes)) {
+    const bool one_shot = tp == 2 || (tp <= 4 && bytes < 512.0 * 1024) ||
+                          (tp <= 8 && bytes < 256.0 * 1024);
+    if (one_shot) return hw.allreduce_latency_us * 1e-6 + peers * bytes / link;
+    return 2.0 * hw.allreduce_latency_us * 1e-6 + ring * bytes / link;
+  }
+  return hw.nccl_latency_us * 1e-6 + ring * bytes / link;
+}
+
 double GemmSeconds(const HardwareSpec& hw, double m, double n, double k, double weight_bytes,
                    double peak_flops, double bw_fraction) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
@@ -237,13 +251,13 @@ StepCost CostModel::Finish() const {
     rec_s = PartSeconds(flops, attn_flops, bytes, hw_.hbm_bandwidth_gbps * 1e9 * hw_.mbu);
   }
 
-  double fixed_s = hw_.layer_overhead_us * 1e-6 * static_cast<double>(num_layers_) + comm_s;
+  double fixed_s = hw_.step_gpu_us * 1e-6 +
+                   hw_.layer_overhead_us * 1e-6 * static_cast<double>(num_layers_) + comm_s;
   if (tp_ > 1 && hidden_bytes_ > 0) {
-    // Two ring all-reduces per layer (after attention/mixer and after the MLP).
-    const double ring = 2.0 * (tp_ - 1) / tp_;
-    const double per = hw_.allreduce_latency_us * 1e-6 +
-                       ring * tokens * hidden_bytes_ / (hw_.interconnect_gbps * 1e9);
-    fixed_s += 2.0 * num_layers_ * per;
+    // Two all-reduces per layer (after attention/mixer and after the MLP) of the step's
+    // hidden states.
+    fixed_s += 2.0 * static_cast<double>(num_layers_) *
+               AllReduceSeconds(hw_, std::ceil(tokens) * hidden_bytes_, tp_);
   }
   const double cpu_s = (hw_.step_overhead_us + hw_.seq_overhead_us * seqs) * 1e-6 +
                        hw_.step_token_ns * 1e-9 * tokens;

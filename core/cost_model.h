@@ -37,8 +37,10 @@
 //                 the full per-KV-head cost, GQA shares it); attention_call_us per layer.
 //   recurrent     per Mamba/GDN layer the state read and written once per sequence, and
 //                 mamba_flops_per_token_state_byte FLOPs per token per state byte.
-//   fixed         layers · layer_overhead_us, and with TP > 1 two all-reduces per layer
-//                 (allreduce_latency_us + 2 (tp−1)/tp · tokens · hidden bytes / link).
+//   fixed         step_gpu_us (the step's own kernels outside the layers: input preparation,
+//                 logits gather, sampling), layers · layer_overhead_us, and with TP > 1 two
+//                 all-reduces per layer of tokens · hidden bytes each, priced by
+//                 AllReduceSeconds below (vLLM's custom all-reduce over NVLink, else NCCL).
 // CPU part of a step (scheduling, input preparation, sampling bookkeeping):
 //   step_overhead_us + seqs · seq_overhead_us + tokens · step_token_ns.
 //
@@ -74,7 +76,10 @@ struct HardwareSpec {
   double dense_tflops_bf16 = 989.0;  // dense (no sparsity) BF16/FP16 tensor-core TFLOP/s
   double dense_tflops_fp8 = 1979.0;  // dense FP8 TFLOP/s (used when the model dtype is fp8)
   double hbm_bandwidth_gbps = 3350.0;  // HBM GB/s (1e9 bytes)
-  int64_t hbm_capacity_bytes = 80LL << 30;
+  int64_t hbm_capacity_bytes = 81559LL << 20;  // total as the driver reports it (H100: 81559 MiB)
+  // Memory outside torch's allocator that grows after vLLM starts (cuBLAS and attention
+  // workspaces, NCCL buffers): part of the KV budget derived from gpu_memory_utilization.
+  int64_t non_torch_memory_bytes = 1LL << 30;
   double interconnect_gbps = 450.0;  // per-direction NVLink GB/s for TP all-reduces
   int64_t num_sms = 132;             // streaming multiprocessors (GEMM waves)
   double mfu = 0.70;                 // fraction of peak FLOP/s in a full GEMM wave
@@ -89,7 +94,15 @@ struct HardwareSpec {
   double seq_overhead_us = 20.0;     // CPU per scheduled sequence per step
   double step_token_ns = 0.0;        // CPU per scheduled token per step
   double layer_overhead_us = 4.0;    // GPU per layer per step (launches, norms, residuals)
-  double allreduce_latency_us = 8.0; // per all-reduce with TP > 1 (and per all-to-all, EP)
+  double step_gpu_us = 0.0;          // GPU per step outside the layers: input prep, sampling
+  // How TP ranks reach each other: "nvlink" (every GPU pair over NVLink/NVSwitch, so vLLM's
+  // custom all-reduce runs for messages up to custom_allreduce_max_bytes) or "pcie" (NCCL
+  // rings over PCIe, or through host memory without peer-to-peer).
+  std::string tp_link = "nvlink";
+  double allreduce_latency_us = 8.0; // one custom all-reduce pass (peer flags + kernel); also
+                                     // per all-to-all with EP
+  double nccl_latency_us = 20.0;     // one NCCL ring all-reduce, small message
+  int64_t custom_allreduce_max_bytes = 8LL << 20;  // vLLM's custom all-reduce buffer
   double intake_us = 3000.0;         // per request: HTTP handling before the scheduler
   double intake_token_ns = 2000.0;   // per prompt token: tokenization
   double output_token_us = 20.0;     // per token a step emits: detokenize and stream
@@ -109,6 +122,17 @@ struct StepCost {
   int64_t gpu_ns = 0;
   int64_t total_ns = 0;
 };
+
+// One all-reduce of `bytes` (per rank) over `tp` ranks, as vLLM runs it (its custom
+// all-reduce kernels, csrc/custom_all_reduce.cuh, else NCCL):
+//   NVLink, bytes ≤ custom_allreduce_max_bytes: one-shot when tp = 2, or tp ≤ 4 and bytes <
+//     512 KiB, or tp ≤ 8 and bytes < 256 KiB (each rank reads every peer's whole buffer):
+//       allreduce_latency + (tp − 1) · bytes / link;
+//     otherwise two-shot (reduce-scatter then all-gather through the peers' buffers):
+//       2 · allreduce_latency + 2 (tp − 1)/tp · bytes / link.
+//   otherwise NCCL's ring: nccl_latency + 2 (tp − 1)/tp · bytes / link.
+// link = interconnect_gbps (per direction). 0 when tp ≤ 1.
+double AllReduceSeconds(const HardwareSpec& hw, double bytes, int64_t tp);
 
 // The time of one GEMM of M × N × K (M tokens, N outputs, K inputs) on `hw` at `peak_flops`
 // with `weight_bytes` per weight element, weights read at `bw_fraction` of HBM bandwidth.

@@ -46,6 +46,7 @@ struct PlannerConfig {
   bool enable_prefix_caching = true;
   int64_t num_speculative_tokens = 0;
   int64_t kv_memory_bytes = 0;  // memory vLLM calls available for KV (per rank)
+  double gpu_memory_utilization = 0;  // > 0: the loader derives kv_memory_bytes from it
   int64_t num_gpu_blocks = 0;   // num_gpu_blocks_override; wins over kv_memory_bytes
   int64_t max_model_len = 0;    // 0: the model's
   int64_t max_num_batched_tokens = 8192;  // in-flight tokens for SWA/chunked capacity

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/cost_model.h"
+#include "core/memory_budget.h"
 #include "core/model_spec.h"
 #include "core/page_planner.h"
 #include "sim/cluster/cluster_config.h"
@@ -113,6 +114,9 @@ struct Scenario {
   SchedulerConfig scheduler;
   ClusterConfig cluster;  // P/D pools; cluster.enabled is false for a single engine
   SimConfig sim;          // hardware, workload, spec, run, metrics (sim/scenario/sim_sections.h)
+  // cache.gpu_memory_utilization > 0 (and neither kv_memory_bytes nor num_gpu_blocks given):
+  // how vLLM's worker derived cache.kv_memory_bytes (core/memory_budget.h).
+  std::optional<MemoryBudget> memory_budget;
 
   ConfigNode tree;  // the merged tree the structs came from (after includes and overrides)
 

@@ -14,11 +14,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "apps/kvsim/commands.h"
 #include "sim/calibrate/calibrate.h"
@@ -323,41 +326,64 @@ void RunCalibrate(const CalibrateArgs& a) {
       SetHardwareKey(hw, p.key, v);
     }
     const HardwareSpec fit_start = hw;
-    auto simulate = [&](const HardwareSpec& trial) -> Result<std::vector<double>> {
+    // One run's simulated metrics, in the order of its measurements.
+    auto simulate_one = [&](const Scenario& base,
+                            const HardwareSpec& trial) -> Result<std::vector<double>> {
+      Scenario sc = base;
+      // Each run keeps its own hardware (runs on other GPUs keep their presets' values);
+      // the fit moves every run's key by the same amount from where it starts.
+      for (const FitParameter& p : params) {
+        double v = 0, v0 = 0, own = 0;
+        GetHardwareKey(trial, p.key, &v);
+        GetHardwareKey(fit_start, p.key, &v0);
+        GetHardwareKey(sc.sim.hardware, p.key, &own);
+        // From the defaults every run starts at the same value (its preset's is set aside).
+        const double base_value = a.from_defaults ? v0 : own;
+        SetHardwareKey(sc.sim.hardware, p.key, std::max(0.0, base_value + (v - v0)));
+      }
+      auto e = Engine::Create(sc);
+      if (!e.ok()) return e.status();
+      e.value()->Run();
+      const RunSummary s = e.value()->Summary();
+      const std::vector<MetricValues> stages =
+          StageMetrics(e.value()->metrics().records(), StageDurations(sc.sim.workload.stages));
       std::vector<double> out;
-      for (const Scenario& base : scenarios) {
-        Scenario sc = base;
-        // Each run keeps its own hardware (runs on other GPUs keep their presets' values);
-        // the fit moves every run's key by the same amount from where it starts.
-        for (const FitParameter& p : params) {
-          double v = 0, v0 = 0, own = 0;
-          GetHardwareKey(trial, p.key, &v);
-          GetHardwareKey(fit_start, p.key, &v0);
-          GetHardwareKey(sc.sim.hardware, p.key, &own);
-          // From the defaults every run starts at the same value (its preset's is set aside).
-          const double base = a.from_defaults ? v0 : own;
-          SetHardwareKey(sc.sim.hardware, p.key, std::max(0.0, base + (v - v0)));
-        }
-        auto e = Engine::Create(sc);
-        if (!e.ok()) return e.status();
-        e.value()->Run();
-        const RunSummary s = e.value()->Summary();
-        const std::vector<MetricValues> stages =
-            StageMetrics(e.value()->metrics().records(), StageDurations(sc.sim.workload.stages));
-        for (const ServingMeasurement& m : measurements) {
-          if (m.run != sc.name) continue;
-          double v = 0;
-          if (m.metric.rfind("stage", 0) == 0) {
-            const size_t dot = m.metric.find('.');
-            const size_t k = std::stoul(m.metric.substr(5, dot - 5));
-            for (const auto& [name, value] : stages.at(k)) {
-              if (name == m.metric.substr(dot + 1)) v = value;
-            }
-          } else {
-            SimulatedMetric(s, m.metric, &v);
+      for (const ServingMeasurement& m : measurements) {
+        if (m.run != sc.name) continue;
+        double v = 0;
+        if (m.metric.rfind("stage", 0) == 0) {
+          const size_t dot = m.metric.find('.');
+          const size_t k = std::stoul(m.metric.substr(5, dot - 5));
+          for (const auto& [name, value] : stages.at(k)) {
+            if (name == m.metric.substr(dot + 1)) v = value;
           }
-          out.push_back(v);
+        } else {
+          SimulatedMetric(s, m.metric, &v);
         }
+        out.push_back(v);
+      }
+      return out;
+    };
+    // Every evaluation simulates all runs: they are independent, so they run on all cores
+    // (each run is deterministic, and the results are joined in the runs' order).
+    const size_t workers = std::max<size_t>(
+        1, std::min<size_t>(scenarios.size(), std::thread::hardware_concurrency()));
+    auto simulate = [&](const HardwareSpec& trial) -> Result<std::vector<double>> {
+      std::vector<std::optional<Result<std::vector<double>>>> per_run(scenarios.size());
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        for (size_t i = next++; i < scenarios.size(); i = next++) {
+          per_run[i] = simulate_one(scenarios[i], trial);
+        }
+      };
+      std::vector<std::thread> pool;
+      for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+      work();
+      for (std::thread& t : pool) t.join();
+      std::vector<double> out;
+      for (auto& r : per_run) {
+        if (!r->ok()) return r->status();
+        out.insert(out.end(), r->value().begin(), r->value().end());
       }
       return out;
     };

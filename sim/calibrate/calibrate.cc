@@ -30,6 +30,8 @@ constexpr KeyField kKeyFields[] = {
     {"step_token_ns", &HardwareSpec::step_token_ns},
     {"layer_overhead_us", &HardwareSpec::layer_overhead_us},
     {"allreduce_latency_us", &HardwareSpec::allreduce_latency_us},
+    {"nccl_latency_us", &HardwareSpec::nccl_latency_us},
+    {"step_gpu_us", &HardwareSpec::step_gpu_us},
     {"intake_us", &HardwareSpec::intake_us},
     {"intake_token_ns", &HardwareSpec::intake_token_ns},
     {"output_token_us", &HardwareSpec::output_token_us},
@@ -126,7 +128,16 @@ const std::vector<FitParameter>& ServingFitParameters() {
       {"step_overhead_us", 0, 10000},
       {"seq_overhead_us", 0, 500},
       {"intake_us", 0, 50000},
+      {"intake_token_ns", 0, 20000},
       {"output_token_us", 0, 500},
+      // GPU fixed costs: a step's kernels outside the layers (input preparation, logits,
+      // sampling) take tens of microseconds to a few milliseconds; one layer's small kernels
+      // (norms, rotary, residuals, GEMM tails) a few to tens of microseconds; one pass of the
+      // custom all-reduce a few microseconds, an NCCL all-reduce tens.
+      {"step_gpu_us", 0, 5000},
+      {"layer_overhead_us", 0, 40},
+      {"allreduce_latency_us", 1, 40},
+      {"nccl_latency_us", 5, 200},
   };
   return params;
 }

@@ -90,11 +90,22 @@ class EngineSimulation : public Simulation {
       return bytes >= (1 << 30) || bytes == 0 ? fmt::format("{:.1f} GiB", bytes / (1 << 30))
                                               : fmt::format("{:.1f} MiB", bytes / (1 << 20));
     };
-    const std::string kv =
+    std::string kv =
         s.cache.num_gpu_blocks > 0
             ? fmt::format("KV cache {} blocks ({} per rank)", s.cache.num_gpu_blocks,
                           size(static_cast<double>(e_->plan().total_bytes())))
             : "KV memory " + size(static_cast<double>(s.cache.kv_memory_bytes));
+    if (const auto& b = s.memory_budget) {
+      // Derived from gpu_memory_utilization as vLLM's worker does: say how, and what it holds.
+      kv = fmt::format("KV cache {} blocks ({} per rank = {:g} × {} − weights {} − activations "
+                       "{} − non-torch {})",
+                       e_->plan().num_blocks, size(static_cast<double>(b->kv)),
+                       s.cache.gpu_memory_utilization,
+                       size(static_cast<double>(s.sim.hardware.hbm_capacity_bytes)),
+                       size(static_cast<double>(b->weights)),
+                       size(static_cast<double>(b->activations)),
+                       size(static_cast<double>(b->non_torch)));
+    }
     out += fmt::format("  budget {} tokens / {} seqs, {}\n", s.scheduler.max_num_batched_tokens,
                        s.scheduler.max_num_seqs, kv);
     out += "  workload " + Workload() + "\n";

@@ -1,5 +1,6 @@
 // The roofline step-time model: monotone in work, memory-bound decode, compute-bound prefill.
 #include "core/cost_model.h"
+#include "core/memory_budget.h"
 
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
@@ -112,7 +113,6 @@ TEST_CASE("cost model: faster hardware is faster") {
   std::vector<std::pair<int64_t, int64_t>> batch = {{512, 0}, {1, 3000}, {1, 9000}};
   CHECK(b.BatchNanos(batch) < a.BatchNanos(batch));
 }
-
 }  // namespace
 }  // namespace kvsim
 
@@ -181,7 +181,6 @@ TEST_CASE("cost model: attention_call_us adds a fixed cost per attention layer")
   const int64_t d = cb.BatchNanos({{1, 100}}) - ca.BatchNanos({{1, 100}});
   CHECK(d == 32 * 10 * 1000);
 }
-
 }  // namespace
 }  // namespace kvsim
 
@@ -302,6 +301,77 @@ TEST_CASE("cost model: prefill attention efficiency grows with the chunk length"
   // = 1.03280e11 FLOPs at 989e12 × 0.5 = 208.84 us (the KV read, 67 MB, is 27 us).
   CHECK(cm.Finish().attention_ns ==
         Catch::Approx(196992.0 * 16384 * 32 / (989e12 * 0.5) * 1e9).margin(1));
+}
+
+TEST_CASE("all-reduce: vLLM's custom one-shot and two-shot over NVLink, NCCL beyond it or on PCIe") {
+  // Hand-worked from the rule in core/cost_model.h: latency 5 us per custom pass, NCCL 20 us,
+  // 450 GB/s per direction.
+  HardwareSpec hw;
+  hw.interconnect_gbps = 450;
+  hw.allreduce_latency_us = 5;
+  hw.nccl_latency_us = 20;
+  hw.tp_link = "nvlink";
+  const double mib = 1 << 20, kib = 1 << 10;
+  CHECK(AllReduceSeconds(hw, mib, 1) == 0);
+  // TP 2 is always one-shot: 5 us + 1 peer × 1 MiB / 450 GB/s = 5 + 2.3302 us.
+  CHECK(AllReduceSeconds(hw, mib, 2) == Catch::Approx(7.3302e-6).epsilon(1e-4));
+  // TP 4 under 512 KiB: one-shot, 3 peers' 256 KiB: 5 + 1.7476 us.
+  CHECK(AllReduceSeconds(hw, 256 * kib, 4) == Catch::Approx(6.7476e-6).epsilon(1e-4));
+  // TP 8 at 256 KiB (not under it): two-shot, 2 × 5 us + 2 × 7/8 × 256 KiB / 450 GB/s.
+  CHECK(AllReduceSeconds(hw, 256 * kib, 8) == Catch::Approx(11.0194e-6).epsilon(1e-4));
+  // Above the custom kernel's 8 MiB buffer: NCCL's ring, 20 us + 1.75 × 16 MiB / 450 GB/s.
+  CHECK(AllReduceSeconds(hw, 16 * mib, 8) == Catch::Approx(85.2420e-6).epsilon(1e-4));
+  // Over PCIe (25 GB/s) NCCL always: 20 us + 1 × 1 MiB / 25 GB/s.
+  hw.tp_link = "pcie";
+  hw.interconnect_gbps = 25;
+  CHECK(AllReduceSeconds(hw, mib, 2) == Catch::Approx(61.943e-6).epsilon(1e-4));
+}
+
+TEST_CASE("cost model: step_gpu_us is GPU time once per step") {
+  Fixture f = Llama8b();
+  HardwareSpec hw;
+  hw.step_gpu_us = 0;
+  CostModel without(f.model, f.plan, hw);
+  hw.step_gpu_us = 700;
+  CostModel with(f.model, f.plan, hw);
+  for (int seqs : {1, 40}) {
+    std::vector<std::pair<int64_t, int64_t>> batch(static_cast<size_t>(seqs), {1, 500});
+    without.BatchNanos(batch);
+    with.BatchNanos(batch);
+    const StepCost a = without.Finish(), b = with.Finish();
+    CHECK(b.fixed_ns - a.fixed_ns == 700000);
+    CHECK(b.gpu_ns - a.gpu_ns == 700000);
+    CHECK(b.cpu_ns == a.cpu_ns);
+  }
+}
+
+TEST_CASE("memory budget: vLLM's KV memory from gpu_memory_utilization, by hand") {
+  // Llama-3.1-8B bf16 on an H100 (81559 MiB), TP 1, 2048 tokens / 128 sequences a step.
+  auto m = LoadModelPreset("llama-3.1-8b");
+  REQUIRE(m.ok());
+  MemoryBudgetInputs in;
+  in.total_bytes = 81559LL << 20;
+  in.gpu_memory_utilization = 0.9;
+  in.max_num_batched_tokens = 2048;
+  in.max_num_seqs = 128;
+  in.non_torch_bytes = 1LL << 30;
+  const MemoryBudget b = VllmKvMemoryBudget(m.value(), in);
+  CHECK(b.requested == 76968728985);   // floor(0.9 × 81559 MiB)
+  CHECK(b.weights == 16060000000);     // 8.03e9 parameters × 2 bytes
+  // Forward: 2048 tokens × (3 × 14336 MLP + (32 + 2 × 8) × 128 QKV + 4 × 4096) × 2 bytes
+  // = 256 MiB, above the sampler's 128 × 128256 × 4 bytes × 2.
+  CHECK(b.activations == 268435456);
+  CHECK(b.kv == 76968728985 - 16060000000 - 268435456 - (1LL << 30));
+  // TP 2 halves the weights and the per-rank MLP and QKV outputs.
+  in.tp = 2;
+  const MemoryBudget half = VllmKvMemoryBudget(m.value(), in);
+  CHECK(half.weights == 8030000000);
+  CHECK(half.activations == 2048LL * (3 * 7168 + 3072 + 16384) * 2);
+  // An fp8 checkpoint: 1 byte a weight, but the embedding and LM head stay 16-bit.
+  ModelSpec fp8 = m.value();
+  fp8.dtype = DType::kFp8;
+  in.tp = 1;
+  CHECK(VllmKvMemoryBudget(fp8, in).weights == 8030000000 + 2LL * 128256 * 4096);
 }
 
 }  // namespace
