@@ -4,11 +4,19 @@
 model, GPU, parallelism, scheduler limits, KV capacity, workload and a `reference:` block of
 the measured metrics. Run once when the data changes; the scenarios are checked in.
 
-Workload choices (the runs' generators, as far as the published configuration says):
-  blis-*  inference-perf shared_prefix with constant load stages: num_system_prompts system
-          prompts of system_prompt_tokens shared by their users, question_tokens new tokens per
-          request, output = the mean output implied by the measured means (the base model
-          Llama-2-7B often stops early at EOS), arrivals evenly spaced per stage.
+Workload choices (the runs' generators, as inference-perf's own source builds them):
+  blis-*  inference-perf shared_prefix with `constant` load stages. The generator makes a fixed
+          pool of num_system_prompts x users_per_system_prompt prompts (system prompt of
+          system_prompt_tokens, then that user's own question of question_tokens) once,
+          shuffles it once and re-sends it in turn: request k of a stage sends pool[k mod N],
+          so after the first pass every prompt is a whole prefix-cache hit (workload
+          system_prompt.users). `constant` load sends floor(rate x duration) requests per
+          stage with exponential gaps rescaled to fill the stage (arrival: inference_perf),
+          not evenly spaced. Output = the mean output implied by the measured means (the base
+          model Llama-2-7B often stops early at EOS). `multi_turn_chat` is not modelled: the
+          inference-perf these runs installed predates multi-turn chat and ignored the flag,
+          and the measured means fit fixed-length prompts (a history growing by ~700 tokens a
+          turn would pass max_model_len 4096 within six turns of each user).
   lss-*   the per-request trace (Azure CSV: arrival, prompt and output lengths), open loop.
 A shared-prefix case with `concurrency` (or `max_concurrency`) runs closed loop: that many
 clients, all starting at once, until `num_requests`.
@@ -63,29 +71,6 @@ def hardware_for(gpu):
     raise SystemExit(f"no hardware preset for {gpu}")
 
 
-# Memory per GPU (GB, 1e9 bytes) of each hardware preset.
-GPU_MEMORY_GB = {"H100-SXM": 80, "H200": 141, "B200": 180, "A100-80G": 80, "L40S": 48,
-                 "RTX-4090": 24, "RTX-PRO-6000": 96}
-
-
-def kv_memory_gib(c, preset):
-    """KV memory per GPU when the run did not publish num_gpu_blocks: 0.9 of the GPU's memory
-    less this rank's weights and 3 GB, in whole GiB (62 GiB for Llama-3.1-8B on 96 GB)."""
-    params = c["model_arch"].get("params")
-    if params is None and preset:
-        text = open(os.path.join(ROOT, "scenarios", "models", preset + ".yaml")).read()
-        params = float(re.search(r"num_params: (\d+)", text).group(1))
-    dtype = str(c["model_arch"].get("dtype", "bf16")).lower()
-    weight_bytes = 1 if dtype.startswith("fp8") else 2
-    ranks = c["tp"] * c.get("dp", 1)
-    free = 0.9 * GPU_MEMORY_GB[hardware_for(c["gpu"])] * 1e9
-    free -= (params or 0) * weight_bytes * c.get("dp", 1) / ranks + 3e9
-    gib = int(free // 2**30)
-    if gib <= 0:
-        raise SystemExit(f"{c['id']}: the weights do not fit on {c['gpu']}")
-    return gib
-
-
 def model_inline(c):
     """The model from the case's model_arch when no preset matches: one full-attention layer
     kind and the compute numbers (the dense MLP width is derived from the parameter count
@@ -118,6 +103,16 @@ def model_inline(c):
         f"    - {{type: full_attention, count: {a['layers']}, num_kv_heads: {a['kv_heads']}, "
         f"head_size: {a['head']}}}",
         f"  compute: {{{fields}}}"])
+
+
+def async_scheduling(c):
+    """vLLM's async scheduling: the case's `scheduler.async_scheduling` if given, else on for
+    vLLM 0.12 and later (its default since PR #27614), off for older or unknown versions."""
+    given = c["scheduler"].get("async_scheduling")
+    if given is not None:
+        return bool(given)
+    m = re.search(r"v?0\.(\d+)(?:\.\d+)?", c.get("engine", ""))
+    return bool(m) and int(m.group(1)) >= 12
 
 
 def metrics_yaml(m, indent):
@@ -153,21 +148,27 @@ def scenario(c):
     if kv.get("num_gpu_blocks"):
         cache.append(f"  num_gpu_blocks: {kv['num_gpu_blocks']}")
     else:
-        # Not published: what vLLM leaves per GPU at gpu_memory_utilization 0.9 after the
-        # weights (this rank's share) and ~3 GB of activations and CUDA graphs.
-        cache.append(f"  kv_memory_bytes: {kv_memory_gib(c, preset)}GiB")
+        # Not published: kvsim derives it as vLLM's worker does, from the share of the GPU's
+        # memory vLLM may use (less weights per rank, profile-run activations, non-torch).
+        cache.append(f"  gpu_memory_utilization: {kv.get('gpu_memory_utilization', 0.9)}")
     if c["model_arch"].get("kv_dtype"):
         cache.append(f"  kv_dtype: {c['model_arch']['kv_dtype']}")
     cache.append(f"  enable_prefix_caching: {'true' if s['prefix_caching'] else 'false'}")
     if kv.get("cpu_offload_blocks"):
         # The run had vLLM's CPU offloading tier (--kv-offloading-size), counted in GPU blocks.
         cache.append(f"  offload: {{num_cpu_blocks: {kv['cpu_offload_blocks']}}}")
+    elif kv.get("cpu_offload_gib"):
+        # The same tier given in GiB (--kv-offloading-size, for the whole server).
+        cache.append(f"  offload: {{cpu_bytes: {kv['cpu_offload_gib']}GiB}}")
     if s.get("max_model_len"):
         cache.append(f"  max_model_len: {s['max_model_len']}")
     out += cache
     out.append("scheduler:")
     out.append(f"  max_num_batched_tokens: {s['max_num_batched_tokens']}")
     out.append(f"  max_num_seqs: {s['max_num_seqs']}")
+    # vLLM schedules asynchronously by default since v0.12 (PR #27614); a case may say.
+    if async_scheduling(c):
+        out.append("  async_scheduling: true")
     if "trace_csv" in w:
         trace = os.path.basename(w["trace_csv"])
         out.append("workload:\n  kind: trace\n  num_requests: 0")
@@ -183,13 +184,17 @@ def scenario(c):
             out.append(f"  num_requests: {int(w.get('num_requests', 0))}\n  arrival: burst")
             out.append(f"  concurrency: {int(clients)}")
         else:
-            out.append("workload:\n  kind: shared_prefix\n  num_requests: 0\n  arrival: constant")
+            out.append("workload:\n  kind: shared_prefix\n  num_requests: 0\n"
+                       "  arrival: inference_perf")
             out.append("  stages:")
             for st in w["stages"]:
                 out.append(f"    - {{rate_per_s: {st['rate_per_s']}, "
                            f"duration_s: {st['duration_s']}}}")
+        # The prompt pool: each system prompt's users each have one fixed question.
+        users = int(w.get("users_per_system_prompt") or w.get("num_prompts_per_group") or 1)
+        groups = int(w.get("num_system_prompts") or w.get("num_groups") or 1)
         out.append(f"  system_prompt: {{tokens: {w['system_prompt_tokens']}, "
-                   f"count: {w['num_system_prompts']}}}")
+                   f"count: {groups}, users: {users}}}")
         out.append(f"  prompt_tokens: {{dist: fixed, mean: {w['question_tokens']}, "
                    f"min: 1, max: {w['question_tokens']}}}")
         out.append(f"  output_tokens: {{dist: fixed, mean: {out_tokens}, min: 1, "

@@ -2,26 +2,27 @@
 """The README's validation table: kvsim's error on the training split of real vLLM runs
 (scenarios/validation/*.yaml, each with a `reference:` block of measured metrics).
 
-In-sample: every run simulated with the shipped coefficients, which are the fit of the serving
-keys on all seven runs by the procedure below.
-Leave-one-out: for each run, the serving keys are refitted on the other six from kvsim's
-built-in values, with the same pull towards them as the shipped fit (`kvsim calibrate --runs
-OTHERS --fit KEYS --from-defaults --prior 15 --iterations 12 -o FILE`), and the run is
-simulated with that file (`kvsim run RUN --set hardware.file=FILE`): a prediction of a run
-that no fit behind it saw. Prints per metric the median and worst |error| and per run the
-signed errors, as Markdown. With --readme it rewrites the block between the markers
-<!-- validation-table --> and <!-- /validation-table --> in README.md. Takes about twenty
-minutes (two fits at a time).
+The step-time model's GPU efficiencies are measured (kernel timings, datasheets; see
+scenarios/hardware/README.md); only the serving keys (FIT below: CPU work of the engine and the
+API server, and the GPU's fixed per-step, per-layer and all-reduce costs) are fitted on runs.
 
-With --refit the in-sample column is a fresh fit on all seven runs by the same command
-instead of the shipped presets (what the presets should hold; not with --readme), and
---prior W (with --refit) measures the whole procedure at another prior weight: how the
-shipped weight was chosen.
+In-sample: every run simulated with the shipped presets, whose serving keys are the fit on all
+runs by the procedure below (--write-presets makes that fit and writes it into every preset).
+Leave-one-model-out (the headline): for each model, the serving keys are refitted from kvsim's
+built-in values on the runs of every other model (`kvsim calibrate --runs OTHERS --fit KEYS
+--from-defaults --prior W --iterations N -o FILE`), and that model's runs are simulated with
+the file (`kvsim run RUN --set hardware.file=FILE`): predictions of a model no fit behind them
+saw. Prints per metric the median and worst |error| both ways, per model, and per run, as
+Markdown. --readme rewrites the block between <!-- validation-table --> and
+<!-- /validation-table --> in README.md; --plot PNG draws predicted against measured TTFT, TPOT
+and E2E (docs/validation_scatter.png in the README). Takes about an hour on two cores (one fit
+per model).
 
-Usage: scripts/validation_table.py KVSIM [--readme | --refit [--prior W]]
+Usage: scripts/validation_table.py KVSIM [--readme] [--plot PNG] [--write-presets]
+                                         [--only-in-sample]
 """
-import concurrent.futures
 import glob
+import json
 import os
 import re
 import statistics
@@ -31,16 +32,18 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METRICS = [("ttft_mean_ms", "TTFT mean"), ("tpot_mean_ms", "TPOT mean"), ("e2e_mean_ms", "E2E mean")]
-# The keys the shipped coefficients were fitted on and how (README: how the presets came).
-FIT = ("mbu,moe_mbu,attention_kv_head_penalty,step_overhead_us,intake_us,intake_token_ns,"
-       "output_token_us,layer_overhead_us")
-PRIOR = "15"
-ITERATIONS = "12"
+# The serving keys: what the presets' fitted block holds, and how it was fitted.
+FIT = ("step_overhead_us,seq_overhead_us,intake_us,intake_token_ns,output_token_us,"
+       "step_gpu_us,layer_overhead_us,allreduce_latency_us")
+PRIOR = "1"
+ITERATIONS = "6"
+PRESET_BEGIN = "# --- serving keys (scripts/validation_table.py --write-presets) ---"
+PRESET_END = "# --- end of serving keys ---"
 
 
 def run_errors(kvsim, run, sets=()):
-    """{metric: signed % error} of `kvsim run RUN` against its reference block; the per-stage
-    tables that follow the run's (`  stage K (...)`) give keys `stageK.metric`."""
+    """{metric: (signed % error, simulated, measured)} of `kvsim run RUN` against its
+    reference summary (the run's first table; per-stage tables are skipped)."""
     args = [kvsim, "run", run]
     for s in sets:
         args += ["--set", s]
@@ -48,106 +51,150 @@ def run_errors(kvsim, run, sets=()):
     if out.returncode != 0:
         sys.exit(f"{' '.join(args)} failed:\n{out.stdout}{out.stderr}")
     errors = {}
-    prefix = ""
     for line in out.stdout.splitlines():
-        s = re.match(r"  stage (\d+) \(", line)
-        if s:
-            prefix = f"stage{s.group(1)}."
-            continue
-        m = re.match(r"\s+(\w+_ms)\s+\S+\s+\S+\s+([+-][\d.]+)%", line)
+        if re.match(r"  stage (\d+) \(", line):
+            break
+        m = re.match(r"\s+(\w+_ms)\s+(\S+)\s+(\S+)\s+([+-][\d.]+)%", line)
         if m:
-            errors[prefix + m.group(1)] = float(m.group(2))
+            errors[m.group(1)] = (float(m.group(4)), float(m.group(2)), float(m.group(3)))
     return errors
 
 
-REFIT = "--refit" in sys.argv
-if "--prior" in sys.argv:
-    i = sys.argv.index("--prior")
-    if not REFIT or i + 1 >= len(sys.argv):
-        sys.exit("--prior W needs a weight and --refit (the shipped presets were fitted at " +
-                 PRIOR + ")")
-    PRIOR = sys.argv[i + 1]
+def model_of(run):
+    """The model a run serves: its preset, or the inline model's name, with the instruct/chat
+    variant folded into its base (the same weights' shapes: leaving one out must leave both)."""
+    text = open(run).read()
+    m = re.search(r"^model:\n  (?:preset|name): (\S+)", text, re.MULTILINE)
+    if not m:
+        return os.path.basename(run)
+    return re.sub(r"-(instruct|chat|hf)(?=-|$)", "", m.group(1), flags=re.IGNORECASE)
 
 
-def fit_file(kvsim, runs, hw, label):
-    """Fits the serving keys on `runs` into the hardware file `hw`; returns `hw`."""
+def fit(kvsim, runs, out):
     args = [kvsim, "calibrate", "--iterations", ITERATIONS, "--fit", FIT, "--from-defaults",
-            "--prior", PRIOR, "-o", hw]
-    out = subprocess.run(args + ["--runs"] + runs, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"calibrate {label} failed:\n{out.stdout}{out.stderr}")
-    return hw
+            "--prior", PRIOR, "-o", out, "--runs"] + runs
+    res = subprocess.run(args, capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"calibrate failed:\n{res.stdout}{res.stderr}")
+    return out
 
 
-def leave_one_out(kvsim, runs, run, tmp):
-    hw = fit_file(kvsim, [r for r in runs if r != run], os.path.join(tmp, os.path.basename(run)),
-                  f"without {run}")
-    return run_errors(kvsim, run, [f"hardware.file={hw}"])
+def write_presets(fitted_yaml):
+    """Writes the fitted serving keys into every preset, between the markers."""
+    keys = [l for l in open(fitted_yaml).read().splitlines()
+            if re.match(r"^\w+: ", l) and l.split(":")[0] in FIT.split(",")]
+    block = [PRESET_BEGIN,
+             "# Serving keys fitted on all runs of the training split (scenarios/validation/),",
+             "# the same for every GPU (the vLLM software is; the GPU's fixed costs are not",
+             "# measured per GPU yet): `kvsim calibrate --runs scenarios/validation/*.yaml",
+             f"# --fit {FIT}",
+             f"# --from-defaults --prior {PRIOR} --iterations {ITERATIONS}`.",
+             *keys, PRESET_END]
+    for path in sorted(glob.glob(os.path.join(ROOT, "scenarios", "hardware", "*.yaml"))):
+        text = open(path).read()
+        if PRESET_BEGIN not in text:
+            sys.exit(f"{path}: no serving-keys markers")
+        head, rest = text.split(PRESET_BEGIN, 1)
+        _, tail = rest.split(PRESET_END, 1)
+        open(path, "w").write(head + "\n".join(block) + tail)
+        print("wrote the serving keys into " + os.path.relpath(path, ROOT))
 
 
-def in_sample(kvsim, run, all_fit):
-    """The run with the shipped coefficients, or (--refit) with a fresh fit on all runs."""
-    return run_errors(kvsim, run, [f"hardware.file={all_fit.result()}"] if all_fit else [])
+def summary_rows(rows, names):
+    lines = []
+    for key, label in METRICS:
+        ins = [abs(rows[n]["in"][key][0]) for n in names if key in rows[n]["in"]]
+        loo = [abs(rows[n]["loo"][key][0]) for n in names if key in rows[n].get("loo", {})]
+        if not ins:
+            continue
+        cells = [f"{statistics.median(ins):.1f} %", f"{max(ins):.1f} %"]
+        cells += [f"{statistics.median(loo):.1f} %", f"{max(loo):.1f} %"] if loo else ["", ""]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
+    for ax, (key, label) in zip(axes, METRICS):
+        for kind, marker, color, name in (("in", "o", "#4477aa", "in-sample"),
+                                          ("loo", "^", "#cc6677", "model left out")):
+            pts = [(r[kind][key][2], r[kind][key][1]) for r in rows.values()
+                   if key in r.get(kind, {})]
+            if pts:
+                ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, s=22,
+                           color=color, label=name, alpha=0.85)
+        lo = min(min(r["in"][key][1], r["in"][key][2]) for r in rows.values() if key in r["in"])
+        hi = max(max(r["in"][key][1], r["in"][key][2]) for r in rows.values() if key in r["in"])
+        ax.plot([lo, hi], [lo, hi], color="#888888", lw=1)
+        for f in (0.9, 1.1):
+            ax.plot([lo, hi], [lo * f, hi * f], color="#bbbbbb", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"measured {label} (ms)")
+        ax.set_ylabel(f"kvsim {label} (ms)")
+        ax.set_title(label + " (dashed: ±10 %)")
+    axes[0].legend(loc="upper left", fontsize=8)
+    fig.suptitle(f"kvsim against {len(rows)} measured vLLM runs (training split)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("wrote " + os.path.relpath(path, ROOT))
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("--"):
         sys.exit(__doc__)
     kvsim = os.path.abspath(sys.argv[1])
     os.chdir(ROOT)
     runs = sorted(glob.glob("scenarios/validation/*.yaml"))
-    rows = {}  # (run, metric) -> (in-sample, loo)
-    in_results = {}  # run -> its in-sample errors, stages included
-    if REFIT and "--readme" in sys.argv:
-        sys.exit("--refit does not describe the shipped presets, the README's table")
-    with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(2) as pool:
-        all_fit = None
-        if REFIT:
-            all_hw = os.path.join(tmp, "all.yaml")
-            all_fit = pool.submit(fit_file, kvsim, runs, all_hw, "on all runs")
-        # The refits first: an in-sample run waits for the fit on all runs.
-        loo = {r: pool.submit(leave_one_out, kvsim, runs, r, tmp) for r in runs}
-        in_futures = {r: pool.submit(in_sample, kvsim, r, all_fit) for r in runs}
+    with tempfile.TemporaryDirectory() as tmp:
+        if "--write-presets" in sys.argv:
+            write_presets(fit(kvsim, runs, os.path.join(tmp, "all.yaml")))
+        rows = {}
         for r in runs:
             name = os.path.splitext(os.path.basename(r))[0]
-            a, b = in_futures[r].result(), loo[r].result()
-            in_results[r] = a
-            for key, _ in METRICS:
-                if key in a and key in b:
-                    rows[(name, key)] = (a[key], b[key])
-        fitted = open(all_fit.result()).read() if REFIT else ""
-    names = sorted({r for r, _ in rows})
-    lines = ["| metric | median \\|error\\| in-sample | worst in-sample | median leave-one-out | worst leave-one-out |",
-             "|---|---|---|---|---|"]
-    for key, label in METRICS:
-        ins = [abs(rows[(n, key)][0]) for n in names if (n, key) in rows]
-        loo = [abs(rows[(n, key)][1]) for n in names if (n, key) in rows]
-        if not ins:
-            continue
-        lines.append(f"| {label} | {statistics.median(ins):.1f} % | {max(ins):.1f} % | "
-                     f"{statistics.median(loo):.1f} % | {max(loo):.1f} % |")
-    lines += ["", "| run | TTFT | TPOT | E2E | TTFT (LOO) | TPOT (LOO) | E2E (LOO) |",
-              "|---|---|---|---|---|---|---|"]
+            rows[name] = {"model": model_of(r), "in": run_errors(kvsim, r)}
+        if "--only-in-sample" not in sys.argv:
+            for model in sorted({v["model"] for v in rows.values()}):
+                mine = [r for r in runs if model_of(r) == model]
+                others = [r for r in runs if model_of(r) != model]
+                hw = fit(kvsim, others, os.path.join(tmp, model + ".yaml"))
+                for r in mine:
+                    name = os.path.splitext(os.path.basename(r))[0]
+                    rows[name]["loo"] = run_errors(kvsim, r, [f"hardware.file={hw}"])
+                print(f"  fitted without {model} ({len(mine)} runs)", file=sys.stderr)
+    names = sorted(rows)
+    lines = ["| metric | median \\|error\\| in-sample | worst in-sample | "
+             "median leave-one-model-out | worst leave-one-model-out |",
+             "|---|---|---|---|---|"] + summary_rows(rows, names)
+    models = sorted({rows[n]["model"] for n in names})
+    lines += ["", "Per model (median |error| over its runs, in-sample / model left out):", "",
+              "| model | runs | TTFT | TPOT | E2E |", "|---|---|---|---|---|"]
+    for m in models:
+        mine = [n for n in names if rows[n]["model"] == m]
+        cells = []
+        for key, _ in METRICS:
+            a = statistics.median(abs(rows[n]["in"][key][0]) for n in mine)
+            loo = [abs(rows[n]["loo"][key][0]) for n in mine if key in rows[n].get("loo", {})]
+            cells.append(f"{a:.1f} / {statistics.median(loo):.1f} %" if loo else f"{a:.1f} %")
+        lines.append(f"| {m} | {len(mine)} | " + " | ".join(cells) + " |")
+    lines += ["", "Per run (signed error, in-sample / model left out):", "",
+              "| run | TTFT | TPOT | E2E |", "|---|---|---|---|"]
     for n in names:
-        cells = [f"{rows[(n, k)][0]:+.1f} %" for k, _ in METRICS]
-        cells += [f"{rows[(n, k)][1]:+.1f} %" for k, _ in METRICS]
+        cells = []
+        for key, _ in METRICS:
+            a = rows[n]["in"][key][0]
+            b = rows[n].get("loo", {}).get(key)
+            cells.append(f"{a:+.1f} / {b[0]:+.1f} %" if b else f"{a:+.1f} %")
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    stage_rows = []
-    for r in runs:
-        name = os.path.splitext(os.path.basename(r))[0]
-        a = in_results[r]
-        k = 1
-        while f"stage{k}.tpot_mean_ms" in a:
-            cells = [f"{a.get(f'stage{k}.{key}', float('nan')):+.1f} %" for key, _ in METRICS]
-            stage_rows.append(f"| {name} | {k} | " + " | ".join(cells) + " |")
-            k += 1
-    if stage_rows:
-        lines += ["", "In-sample error per load stage (the load slope of the error):", "",
-                  "| run | stage | TTFT | TPOT | E2E |", "|---|---|---|---|---|"] + stage_rows
     table = "\n".join(lines)
     print(table)
-    if fitted:
-        print(f"\nThe fit on all runs (--prior {PRIOR}):\n\n```yaml\n{fitted.rstrip()}\n```")
+    if "--plot" in sys.argv:
+        plot(rows, os.path.abspath(sys.argv[sys.argv.index("--plot") + 1]))
+    if "--json" in sys.argv:
+        json.dump(rows, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=1)
     if "--readme" in sys.argv:
         path = os.path.join(ROOT, "README.md")
         text = open(path).read()

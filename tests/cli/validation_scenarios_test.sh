@@ -39,13 +39,19 @@ cat > "$tmp/cases.json" <<'JSON'
                "stage1": {"ttft_mean_ms": 42, "tpot_mean_ms": 16, "e2e_mean_ms": 350}}}
 ]}
 JSON
-# Without num_gpu_blocks: 0.9 x 24 GB - 8.03 B x 2 B of weights - 3 GB = 2.37 GiB → 2GiB.
+# Without num_gpu_blocks: kvsim derives the KV memory from gpu_memory_utilization (0.9 when the
+# case gives none), as vLLM's worker does.
 python3 - "$tmp/cases.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 c = dict(d["cases"][0]); c["id"] = "t-nokv"; c["kv"] = {"block_size": 16}
 d["cases"].append(c)
 c = json.loads(json.dumps(d["cases"][0])); c["id"] = "t-offload"; c["kv"]["cpu_offload_blocks"] = 500
+d["cases"].append(c)
+c = json.loads(json.dumps(d["cases"][0])); c["id"] = "t-gib"
+c["kv"] = {"num_gpu_blocks": None, "gpu_memory_utilization": 0.95, "block_size": 16,
+           "cpu_offload_gib": 8}
+c["engine"] = "vLLM v0.15.1"; c["workload"]["users_per_system_prompt"] = 5
 d["cases"].append(c)
 c = json.loads(json.dumps(d["cases"][0])); c["id"] = "t-closed"
 c["workload"].update({"concurrency": 4, "num_requests": 40}); del c["workload"]["stages"]
@@ -56,7 +62,17 @@ python3 "$root/scripts/validation_scenarios.py" "$tmp/cases.json" --out "$tmp/ou
   { cat "$tmp/log"; fail "the writer exited $?"; }
 grep -q "^  preset: llama-3.1-8b$" "$tmp/out/t-preset.yaml" || fail "model_arch preset not used"
 grep -q "^  preset: RTX-4090$" "$tmp/out/t-preset.yaml" || fail "RTX 4090 hardware preset"
-grep -q "^  kv_memory_bytes: 2GiB$" "$tmp/out/t-nokv.yaml" || fail "KV memory from the GPU's"
+grep -q "^  gpu_memory_utilization: 0.9$" "$tmp/out/t-nokv.yaml" || fail "KV memory from the GPU's"
+f=$tmp/out/t-gib.yaml
+grep -q "^  gpu_memory_utilization: 0.95$" "$f" || fail "the case's gpu_memory_utilization"
+grep -q "^  offload: {cpu_bytes: 8GiB}$" "$f" || fail "CPU tier in GiB"
+grep -q "^  async_scheduling: true$" "$f" || fail "vLLM 0.15 schedules asynchronously"
+grep -q "async_scheduling" "$tmp/out/t-preset.yaml" && fail "async for an unknown vLLM version"
+# inference-perf's shared_prefix: a fixed pool (system prompts x users) and its constant load.
+grep -q "^  system_prompt: {tokens: 100, count: 2, users: 5}$" "$f" || fail "prompt pool"
+grep -q "^  system_prompt: {tokens: 100, count: 2, users: 1}$" "$tmp/out/t-preset.yaml" ||
+  fail "one user per system prompt by default"
+grep -q "^  arrival: inference_perf$" "$f" || fail "inference-perf's constant load"
 grep -q "^  offload: {num_cpu_blocks: 500}$" "$tmp/out/t-offload.yaml" || fail "CPU offload tier"
 grep -q "offload" "$tmp/out/t-preset.yaml" && fail "a CPU tier the run did not have"
 grep -q "^  concurrency: 4$" "$tmp/out/t-closed.yaml" || fail "closed loop"
@@ -68,7 +84,7 @@ grep -q "count: 32, num_kv_heads: 8, head_size: 128" "$f" || fail "inline layers
 grep -q "num_experts: 8, num_experts_per_token: 2" "$f" || fail "Mixtral routing from the name"
 grep -q "^  dp: 2$" "$f" || fail "dp"
 grep -q "^  ep: 4$" "$f" || fail "expert parallel = TP x DP"
-for n in t-preset t-inline t-nokv t-offload t-closed; do
+for n in t-preset t-inline t-nokv t-offload t-closed t-gib; do
   out=$("$kvsim" run "$tmp/out/$n.yaml" 2>&1) || { echo "$out"; fail "$n: kvsim run exited $?"; }
   grep -q "simulated vs measured" <<<"$out" || { echo "$out"; fail "$n: no comparison"; }
 done

@@ -145,6 +145,47 @@ TEST_CASE("hardware: preset by name or file stem, inline keys win, unknown prese
   CHECK(typo.status().message().find("did you mean") != std::string::npos);
 }
 
+TEST_CASE("hardware presets: every fitted serving key inside its plausible physical range") {
+  // The serving keys are fitted end to end (scripts/validation_table.py --write-presets); each
+  // must still mean what its name says. Ranges from what the terms are, not from any fit:
+  // vLLM's engine spends hundreds of microseconds to a few milliseconds of CPU per step and
+  // tens per running request; an HTTP request with tokenization takes one to tens of
+  // milliseconds, a token a few microseconds; the GPU's own per-step kernels up to a few
+  // milliseconds; one layer's small kernels at most tens of microseconds; one custom
+  // all-reduce pass a few microseconds. GPU efficiencies are shares of a datasheet peak.
+  struct Range {
+    const char* key;
+    double HardwareSpec::*field;
+    double lo, hi;
+  };
+  const Range ranges[] = {
+      {"step_overhead_us", &HardwareSpec::step_overhead_us, 100, 5000},
+      {"seq_overhead_us", &HardwareSpec::seq_overhead_us, 0, 100},
+      {"intake_us", &HardwareSpec::intake_us, 500, 20000},
+      {"intake_token_ns", &HardwareSpec::intake_token_ns, 0, 10000},
+      {"output_token_us", &HardwareSpec::output_token_us, 0, 200},
+      {"step_gpu_us", &HardwareSpec::step_gpu_us, 0, 3000},
+      {"layer_overhead_us", &HardwareSpec::layer_overhead_us, 0, 30},
+      {"allreduce_latency_us", &HardwareSpec::allreduce_latency_us, 2, 30},
+      {"nccl_latency_us", &HardwareSpec::nccl_latency_us, 5, 100},
+      {"mfu", &HardwareSpec::mfu, 0.3, 1.0},
+      {"mbu", &HardwareSpec::mbu, 0.5, 1.0},
+      {"moe_mbu", &HardwareSpec::moe_mbu, 0.5, 1.0},
+      {"attention_mbu", &HardwareSpec::attention_mbu, 0.3, 1.0},
+  };
+  for (const char* preset :
+       {"H100-SXM", "A100-80G", "H200", "B200", "L40S", "RTX-4090", "RTX-PRO-6000"}) {
+    auto sc = WithHardware(std::string("{preset: ") + preset + "}");
+    REQUIRE(sc.ok());
+    for (const Range& r : ranges) {
+      const double v = sc->sim.hardware.*(r.field);
+      INFO(preset << " " << r.key << " = " << v);
+      CHECK(v >= r.lo);
+      CHECK(v <= r.hi);
+    }
+  }
+}
+
 TEST_CASE("hardware.file: a gpu-validate calibration maps onto the cost model's keys") {
   const std::string path = "/tmp/kvsim_calibration_test.yaml";
   {
