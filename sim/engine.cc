@@ -12,6 +12,9 @@ namespace kvsim {
 Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   auto plan = sc.Plan();
   if (!plan.ok()) return plan.status();
+  // DP ranks' pools taken together (DpRanks): the null block once.
+  if (DpRanks(sc) > 1 && plan->num_blocks > 1)
+    plan->num_blocks = (plan->num_blocks - 1) * DpRanks(sc) + 1;
   if (plan->num_blocks < 2) {
     return Status::Error("no_kv_memory",
                          sc.source + ": the KV cache has no usable blocks; set "

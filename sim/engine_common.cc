@@ -20,11 +20,15 @@ Status NamePoolKeys(const Scenario& sc, const KvCachePlan& plan, const Status& s
 
 }  // namespace
 
+int64_t DpRanks(const Scenario& sc) {
+  return sc.cluster.enabled ? 1 : std::max<int64_t>(1, sc.cache.dp);
+}
+
 Result<KvCacheManagerConfig> EngineKvConfig(const Scenario& sc, const KvCachePlan& plan) {
   auto kv = KvCacheManagerConfigFromPlan(plan);
   if (!kv.ok()) return NamePoolKeys(sc, plan, kv.status());
   KvCacheManagerConfig kvc = kv.value();
-  kvc.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
+  kvc.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens * DpRanks(sc);
   if (sc.cache.num_speculative_tokens > 0) kvc.use_eagle = sc.sim.spec.eagle();
   if (Status s = kvc.Validate(); !s.ok()) return NamePoolKeys(sc, plan, s);
   return kvc;
@@ -34,8 +38,8 @@ SchedulerParams EngineSchedulerParams(const Scenario& sc, const KvCachePlan& pla
                                       const KvCacheManagerConfig& kv_config,
                                       int64_t num_speculative_tokens) {
   SchedulerParams params;
-  params.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
-  params.max_num_seqs = sc.scheduler.max_num_seqs;
+  params.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens * DpRanks(sc);
+  params.max_num_seqs = sc.scheduler.max_num_seqs * DpRanks(sc);
   params.max_model_len = plan.max_model_len > 0 ? plan.max_model_len : (int64_t{1} << 40);
   params.long_prefill_token_threshold = sc.sim.scheduler.long_prefill_token_threshold;
   params.enable_chunked_prefill = sc.sim.scheduler.enable_chunked_prefill;

@@ -16,6 +16,13 @@
 
 namespace kvsim {
 
+// Data parallelism until the instance core runs one engine core per rank behind vLLM's
+// load balancer: one engine with the ranks' limits and KV pools taken together
+// (max_num_seqs, max_num_batched_tokens and the blocks times parallel.dp), i.e. dp ranks kept
+// perfectly balanced; the cost model prices a step at tokens / dp per rank, and MoE experts
+// see every rank's tokens (the ranks run in lock-step). 1 for a P/D cluster's instances.
+int64_t DpRanks(const Scenario& sc);
+
 // The manager config for `plan`, with the scenario's token budget and (when it drafts) its
 // EAGLE flag, validated. A pool the manager cannot hold (2^30 blocks or more) is an error at
 // the file, line and key that sized it (cache.num_gpu_blocks if given, else
