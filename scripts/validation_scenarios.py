@@ -107,12 +107,14 @@ def model_inline(c):
 
 def async_scheduling(c):
     """vLLM's async scheduling: the case's `scheduler.async_scheduling` if given, else on for
-    vLLM 0.12 and later (its default since PR #27614), off for older or unknown versions."""
+    vLLM 0.14 and later (on by default since PR #27614, the last step of vLLM's 2025
+    async-scheduling plan; the release notes of 0.14 name it), off for older or unknown
+    versions."""
     given = c["scheduler"].get("async_scheduling")
     if given is not None:
         return bool(given)
     m = re.search(r"v?0\.(\d+)(?:\.\d+)?", c.get("engine", ""))
-    return bool(m) and int(m.group(1)) >= 12
+    return bool(m) and int(m.group(1)) >= 14
 
 
 def metrics_yaml(m, indent):
@@ -166,7 +168,7 @@ def scenario(c):
     out.append("scheduler:")
     out.append(f"  max_num_batched_tokens: {s['max_num_batched_tokens']}")
     out.append(f"  max_num_seqs: {s['max_num_seqs']}")
-    # vLLM schedules asynchronously by default since v0.12 (PR #27614); a case may say.
+    # vLLM schedules asynchronously by default since v0.14 (PR #27614); a case may say.
     if async_scheduling(c):
         out.append("  async_scheduling: true")
     if "trace_csv" in w:

@@ -5,6 +5,9 @@
 The step-time model's GPU efficiencies are measured (kernel timings, datasheets; see
 scenarios/hardware/README.md); only the serving keys (FIT below: CPU work of the engine and the
 API server, and the GPU's fixed per-step, per-layer and all-reduce costs) are fitted on runs.
+A GPU no kernel timing has measured yet (PER_GPU below) has its weight-streaming efficiency
+`mbu` fitted on its own runs instead, after the serving keys, which are fitted on the runs of
+the other GPUs only (so that an unmeasured GPU's efficiency is not absorbed by them).
 
 In-sample: every run simulated with the shipped presets, whose serving keys are the fit on all
 runs by the procedure below (--write-presets makes that fit and writes it into every preset).
@@ -37,6 +40,8 @@ FIT = ("step_overhead_us,seq_overhead_us,intake_us,intake_token_ns,output_token_
        "step_gpu_us,layer_overhead_us,allreduce_latency_us")
 PRIOR = "1"
 ITERATIONS = "6"
+# GPUs without kernel timings whose mbu is fitted on their own runs (see the docstring).
+PER_GPU = {"A100-80G": "mbu", "L40S": "mbu"}
 PRESET_BEGIN = "# --- serving keys (scripts/validation_table.py --write-presets) ---"
 PRESET_END = "# --- end of serving keys ---"
 
@@ -70,27 +75,77 @@ def model_of(run):
     return re.sub(r"-(instruct|chat|hf)(?=-|$)", "", m.group(1), flags=re.IGNORECASE)
 
 
-def fit(kvsim, runs, out):
-    args = [kvsim, "calibrate", "--iterations", ITERATIONS, "--fit", FIT, "--from-defaults",
-            "--prior", PRIOR, "-o", out, "--runs"] + runs
-    res = subprocess.run(args, capture_output=True, text=True)
+def gpu_of(run):
+    m = re.search(r"^hardware:\n  preset: (\S+)", open(run).read(), re.MULTILINE)
+    return m.group(1) if m else "H100-SXM"
+
+
+def calibrate(kvsim, args):
+    res = subprocess.run([kvsim, "calibrate"] + args, capture_output=True, text=True)
     if res.returncode != 0:
         sys.exit(f"calibrate failed:\n{res.stdout}{res.stderr}")
-    return out
 
 
-def write_presets(fitted_yaml):
-    """Writes the fitted serving keys into every preset, between the markers."""
-    keys = [l for l in open(fitted_yaml).read().splitlines()
+def fitted_keys(path):
+    return {l.split(":")[0]: l.split(":", 1)[1].strip() for l in open(path).read().splitlines()
+            if re.match(r"^\w+: ", l)}
+
+
+def fit(kvsim, runs, tmp, tag):
+    """The fit of one fold: the serving keys on the runs of measured GPUs, then each PER_GPU
+    GPU's key on its own runs with those serving keys. Returns (serving-keys file,
+    {gpu: {key: value}})."""
+    shared = os.path.join(tmp, tag + ".yaml")
+    calibrate(kvsim, ["--iterations", ITERATIONS, "--fit", FIT, "--from-defaults", "--prior",
+                      PRIOR, "-o", shared, "--runs"] +
+              [r for r in runs if gpu_of(r) not in PER_GPU])
+    per_gpu = {}
+    for gpu, key in PER_GPU.items():
+        mine = [r for r in runs if gpu_of(r) == gpu]
+        if not mine:
+            continue
+        copies = []
+        for r in mine:  # the run with the fold's serving keys merged over its preset
+            text = open(r).read().replace(f"hardware:\n  preset: {gpu}\n",
+                                          f"hardware:\n  preset: {gpu}\n  file: {shared}\n")
+            copies.append(os.path.join(tmp, f"{tag}-{os.path.basename(r)}"))
+            open(copies[-1], "w").write(text)
+        out = os.path.join(tmp, f"{tag}-{gpu}.yaml")
+        calibrate(kvsim, ["--hardware", gpu, "--iterations", "4", "--fit", key, "-o", out,
+                          "--runs"] + copies)
+        per_gpu[gpu] = {key: fitted_keys(out)[key]}
+    return shared, per_gpu
+
+
+def sets_for(run, fitted):
+    """--set arguments that simulate `run` with a fold's fit."""
+    shared, per_gpu = fitted
+    sets = [f"hardware.file={shared}"]
+    for key, value in per_gpu.get(gpu_of(run), {}).items():
+        sets.append(f"hardware.{key}={value}")
+    return sets
+
+
+def write_presets(fitted):
+    """Writes the fitted serving keys into every preset, between the markers, and a PER_GPU
+    GPU's own fitted key into its preset."""
+    shared, per_gpu = fitted
+    keys = [l for l in open(shared).read().splitlines()
             if re.match(r"^\w+: ", l) and l.split(":")[0] in FIT.split(",")]
-    block = [PRESET_BEGIN,
-             "# Serving keys fitted on all runs of the training split (scenarios/validation/),",
-             "# the same for every GPU (the vLLM software is; the GPU's fixed costs are not",
-             "# measured per GPU yet): `kvsim calibrate --runs scenarios/validation/*.yaml",
-             f"# --fit {FIT}",
-             f"# --from-defaults --prior {PRIOR} --iterations {ITERATIONS}`.",
-             *keys, PRESET_END]
     for path in sorted(glob.glob(os.path.join(ROOT, "scenarios", "hardware", "*.yaml"))):
+        name = re.search(r"^name: (\S+)", open(path).read(), re.MULTILINE).group(1)
+        block = [PRESET_BEGIN,
+                 "# Serving keys fitted on the training runs of GPUs with measured efficiencies",
+                 "# (scenarios/validation/), the same for every GPU (the vLLM software is; the",
+                 "# GPU's fixed costs are not measured per GPU yet): `kvsim calibrate --runs RUNS",
+                 f"# --fit {FIT}",
+                 f"# --from-defaults --prior {PRIOR} --iterations {ITERATIONS}`.",
+                 *keys]
+        for key, value in per_gpu.get(name, {}).items():
+            block += [f"# Not timed on this GPU yet: {key} fitted on its own training runs with",
+                      f"# the keys above (`kvsim calibrate --hardware {name} --runs ... --fit "
+                      f"{key}`).", f"{key}: {value}"]
+        block.append(PRESET_END)
         text = open(path).read()
         if PRESET_BEGIN not in text:
             sys.exit(f"{path}: no serving-keys markers")
@@ -151,7 +206,7 @@ def main():
     runs = sorted(glob.glob("scenarios/validation/*.yaml"))
     with tempfile.TemporaryDirectory() as tmp:
         if "--write-presets" in sys.argv:
-            write_presets(fit(kvsim, runs, os.path.join(tmp, "all.yaml")))
+            write_presets(fit(kvsim, runs, tmp, "all"))
         rows = {}
         for r in runs:
             name = os.path.splitext(os.path.basename(r))[0]
@@ -160,10 +215,10 @@ def main():
             for model in sorted({v["model"] for v in rows.values()}):
                 mine = [r for r in runs if model_of(r) == model]
                 others = [r for r in runs if model_of(r) != model]
-                hw = fit(kvsim, others, os.path.join(tmp, model + ".yaml"))
+                fitted = fit(kvsim, others, tmp, model)
                 for r in mine:
                     name = os.path.splitext(os.path.basename(r))[0]
-                    rows[name]["loo"] = run_errors(kvsim, r, [f"hardware.file={hw}"])
+                    rows[name]["loo"] = run_errors(kvsim, r, sets_for(r, fitted))
                 print(f"  fitted without {model} ({len(mine)} runs)", file=sys.stderr)
     names = sorted(rows)
     lines = ["| metric | median \\|error\\| in-sample | worst in-sample | "
