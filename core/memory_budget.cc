@@ -11,14 +11,21 @@ namespace {
 constexpr double kActivationBytes = 2.0;  // 16-bit activations
 constexpr double kLogitBytes = 4.0;       // fp32 logits
 
+// Bytes as an integer, saturated well inside int64 (inputs are user numbers: a preset may say
+// anything up to int64's range, and the products here must not overflow the cast).
+int64_t Saturated(double bytes) {
+  constexpr double kLimit = 4e18;
+  return static_cast<int64_t>(std::llround(std::clamp(bytes, -kLimit, kLimit)));
+}
+
 }  // namespace
 
 MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs& in) {
   MemoryBudget b;
   const double tp = static_cast<double>(std::max<int64_t>(1, in.tp));
   const double ep = static_cast<double>(std::max<int64_t>(1, in.ep));
-  b.requested = static_cast<int64_t>(
-      std::floor(in.gpu_memory_utilization * static_cast<double>(in.total_bytes)));
+  b.requested =
+      Saturated(std::floor(in.gpu_memory_utilization * static_cast<double>(in.total_bytes)));
   b.non_torch = in.non_torch_bytes;
 
   const ModelCompute& mc = model.compute;
@@ -38,7 +45,7 @@ MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs
   weights *= wbytes;
   // Quantized checkpoints keep the embedding and the LM head in 16 bits (vocab-parallel).
   if (wbytes < kActivationBytes) weights += 2.0 * vocab * hidden * (kActivationBytes - wbytes) / tp;
-  b.weights = static_cast<int64_t>(std::llround(weights));
+  b.weights = Saturated(weights);
 
   // The profile run's peak: the forward of max_num_batched_tokens tokens, or the sampler.
   const double tokens = static_cast<double>(std::max<int64_t>(1, in.max_num_batched_tokens));
@@ -56,9 +63,10 @@ MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs
   const double forward = tokens * (3.0 * width / tp + qkv / tp + 4.0 * hidden) * kActivationBytes;
   const double rows = static_cast<double>(std::min(in.max_num_seqs, in.max_num_batched_tokens));
   const double sampler = rows * vocab * kLogitBytes * 2.0;  // logits and probabilities
-  b.activations = static_cast<int64_t>(std::llround(std::max(forward, sampler)));
+  b.activations = Saturated(std::max(forward, sampler));
 
-  b.kv = b.requested - b.weights - b.activations - b.non_torch;
+  b.kv = Saturated(static_cast<double>(b.requested) - static_cast<double>(b.weights) -
+                   static_cast<double>(b.activations) - static_cast<double>(b.non_torch));
   return b;
 }
 

@@ -13,8 +13,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   auto plan = sc.Plan();
   if (!plan.ok()) return plan.status();
   // DP ranks' pools taken together (DpRanks): the null block once.
-  if (DpRanks(sc) > 1 && plan->num_blocks > 1)
-    plan->num_blocks = (plan->num_blocks - 1) * DpRanks(sc) + 1;
+  // (A pool too large to multiply is left alone: the manager refuses it by its size anyway.)
+  if (const int64_t dp = DpRanks(sc);
+      dp > 1 && plan->num_blocks > 1 && plan->num_blocks - 1 <= (int64_t{1} << 40) / dp)
+    plan->num_blocks = (plan->num_blocks - 1) * dp + 1;
   if (plan->num_blocks < 2) {
     return Status::Error("no_kv_memory",
                          sc.source + ": the KV cache has no usable blocks; set "

@@ -15,8 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!sc.ok()) return 0;
   ACCEPTED_INVALID(sc->cache.tp >= 1, "parallel.tp below 1");
   ACCEPTED_INVALID(sc->scheduler.max_num_batched_tokens >= 1, "token budget below 1");
+  // Open-loop load stages end with the last stage (closed-loop clients do not).
   ACCEPTED_INVALID(sc->sim.workload.kind == "trace" || sc->sim.workload.num_requests > 0 ||
-                       sc->sim.workload.duration_s > 0 || sc->sim.run.max_sim_seconds > 0,
+                       sc->sim.workload.duration_s > 0 || sc->sim.run.max_sim_seconds > 0 ||
+                       (!sc->sim.workload.stages.empty() && sc->sim.workload.concurrency == 0),
                    "an unbounded synthetic workload");
   auto plan = sc->Plan();
   if (plan.ok()) ACCEPTED_INVALID(plan->num_blocks >= 0, "negative num_blocks");

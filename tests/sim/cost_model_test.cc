@@ -5,6 +5,7 @@
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <cstdio>
+#include <limits>
 #include <fstream>
 
 #include "sim/scenario/scenario_loader.h"
@@ -413,6 +414,14 @@ TEST_CASE("memory budget: vLLM's KV memory from gpu_memory_utilization, by hand"
   fp8.dtype = DType::kFp8;
   in.tp = 1;
   CHECK(VllmKvMemoryBudget(fp8, in).weights == 8030000000 + 2LL * 128256 * 4096);
+  // Numbers at int64's edge (a preset may say anything) saturate instead of overflowing.
+  ModelSpec huge = m.value();
+  huge.compute.num_params = huge.compute.num_active_params = int64_t{1} << 62;
+  in.total_bytes = std::numeric_limits<int64_t>::max();
+  in.gpu_memory_utilization = 1.0;
+  const MemoryBudget edge = VllmKvMemoryBudget(huge, in);
+  CHECK(edge.requested > 0);
+  CHECK(edge.kv < edge.requested);
 }
 
 }  // namespace
