@@ -21,8 +21,9 @@ Markdown. --readme rewrites the block between <!-- validation-table --> and
 and E2E (docs/validation_scatter.png in the README). Takes about an hour on two cores (one fit
 per model).
 
-Usage: scripts/validation_table.py KVSIM [--readme] [--plot PNG] [--write-presets]
-                                         [--only-in-sample]
+Usage: /usr/bin/python3 scripts/validation_table.py KVSIM [--readme] [--plot PNG] [--json OUT]
+                                         [--write-presets] [--only-in-sample]
+       /usr/bin/python3 scripts/validation_table.py --replot OUT.json PNG   (redraw from --json)
 """
 import glob
 import json
@@ -169,7 +170,10 @@ def summary_rows(rows, names):
 
 
 def plot(rows, path):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("--plot needs matplotlib: run with Debian's /usr/bin/python3 (python3-matplotlib)")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
@@ -199,6 +203,9 @@ def plot(rows, path):
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--replot":
+        plot(json.load(open(sys.argv[2])), os.path.abspath(sys.argv[3]))
+        return
     if len(sys.argv) < 2 or sys.argv[1].startswith("--"):
         sys.exit(__doc__)
     kvsim = os.path.abspath(sys.argv[1])
@@ -246,10 +253,10 @@ def main():
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
     print(table)
-    if "--plot" in sys.argv:
-        plot(rows, os.path.abspath(sys.argv[sys.argv.index("--plot") + 1]))
     if "--json" in sys.argv:
         json.dump(rows, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=1)
+    if "--plot" in sys.argv:
+        plot(rows, os.path.abspath(sys.argv[sys.argv.index("--plot") + 1]))
     if "--readme" in sys.argv:
         path = os.path.join(ROOT, "README.md")
         text = open(path).read()
