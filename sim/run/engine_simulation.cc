@@ -90,12 +90,11 @@ class EngineSimulation : public Simulation {
       return bytes >= (1 << 30) || bytes == 0 ? fmt::format("{:.1f} GiB", bytes / (1 << 30))
                                               : fmt::format("{:.1f} MiB", bytes / (1 << 20));
     };
-    std::string kv =
-        s.cache.num_gpu_blocks > 0
-            ? fmt::format("KV cache {} blocks ({} per rank)", s.cache.num_gpu_blocks,
-                          size(static_cast<double>(e_->plan().total_bytes())))
-            : "KV memory " + size(static_cast<double>(s.cache.kv_memory_bytes));
-    if (const auto& b = s.memory_budget) {
+    std::string kv;
+    if (s.cache.num_gpu_blocks > 0) {
+      kv = fmt::format("KV cache {} blocks ({} per rank)", s.cache.num_gpu_blocks,
+                       size(static_cast<double>(e_->plan().total_bytes())));
+    } else if (const auto& b = s.memory_budget) {
       // Derived from gpu_memory_utilization as vLLM's worker does: say how, and what it holds.
       kv = fmt::format("KV cache {} blocks ({} per rank = {:g} × {} − weights {} − activations "
                        "{} − non-torch {})",
@@ -105,6 +104,8 @@ class EngineSimulation : public Simulation {
                        size(static_cast<double>(b->weights)),
                        size(static_cast<double>(b->activations)),
                        size(static_cast<double>(b->non_torch)));
+    } else {
+      kv = "KV memory " + size(static_cast<double>(s.cache.kv_memory_bytes));
     }
     out += fmt::format("  budget {} tokens / {} seqs, {}\n", s.scheduler.max_num_batched_tokens,
                        s.scheduler.max_num_seqs, kv);

@@ -479,6 +479,39 @@ void ParseCacheSections(ConfigReader& root, Scenario& sc) {
   c.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
 }
 
+// cache.gpu_memory_utilization without kv_memory_bytes or num_gpu_blocks: the KV memory as
+// vLLM's worker derives it (util × memory − weights − profile-run peak − non-torch memory),
+// or an error naming what filled the GPU.
+void DeriveKvMemory(ConfigReader& root, Scenario& sc) {
+  if (sc.cache.gpu_memory_utilization <= 0 || sc.cache.kv_memory_bytes != 0 ||
+      sc.cache.num_gpu_blocks != 0)
+    return;
+  MemoryBudgetInputs in;
+  in.total_bytes = sc.sim.hardware.hbm_capacity_bytes;
+  in.gpu_memory_utilization = sc.cache.gpu_memory_utilization;
+  in.tp = sc.cache.tp;
+  in.ep = sc.cache.ep;
+  in.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
+  in.max_num_seqs = sc.scheduler.max_num_seqs;
+  in.non_torch_bytes = sc.sim.hardware.non_torch_memory_bytes;
+  const MemoryBudget b = VllmKvMemoryBudget(sc.model, in);
+  if (b.kv > 0) {
+    sc.cache.kv_memory_bytes = b.kv;
+    sc.memory_budget = b;
+    return;
+  }
+  ConfigReader cache = root.Map("cache", "");
+  cache.Error("gpu_memory_utilization", "no_kv_memory",
+              fmt::format("{:.2f} of the GPU's {:.1f} GiB leaves nothing for the KV cache: "
+                          "weights {:.1f} GiB per rank, activations {:.2f} GiB, non-torch "
+                          "{:.2f} GiB",
+                          sc.cache.gpu_memory_utilization,
+                          static_cast<double>(in.total_bytes) / (1 << 30),
+                          static_cast<double>(b.weights) / (1 << 30),
+                          static_cast<double>(b.activations) / (1 << 30),
+                          static_cast<double>(b.non_torch) / (1 << 30)));
+}
+
 Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& source,
                                    std::vector<KeyDoc>* docs) {
   ConfigErrors errors;
@@ -504,34 +537,7 @@ Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& so
   ParseCacheSections(root, sc);
   ParseClusterSection(root, tree, sc);
   ParseSimSections(root, sc);
-  if (!docs && sc.cache.gpu_memory_utilization > 0 && sc.cache.kv_memory_bytes == 0 &&
-      sc.cache.num_gpu_blocks == 0) {
-    // vLLM's worker: util × memory − weights − profile-run peak − non-torch memory.
-    MemoryBudgetInputs in;
-    in.total_bytes = sc.sim.hardware.hbm_capacity_bytes;
-    in.gpu_memory_utilization = sc.cache.gpu_memory_utilization;
-    in.tp = sc.cache.tp;
-    in.ep = sc.cache.ep;
-    in.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
-    in.max_num_seqs = sc.scheduler.max_num_seqs;
-    in.non_torch_bytes = sc.sim.hardware.non_torch_memory_bytes;
-    const MemoryBudget b = VllmKvMemoryBudget(sc.model, in);
-    if (b.kv <= 0) {
-      ConfigReader cache = root.Map("cache", "");
-      cache.Error("gpu_memory_utilization", "no_kv_memory",
-                  fmt::format("{:.2f} of the GPU's {:.1f} GiB leaves nothing for the KV cache: "
-                              "weights {:.1f} GiB per rank, activations {:.2f} GiB, non-torch "
-                              "{:.2f} GiB",
-                              sc.cache.gpu_memory_utilization,
-                              static_cast<double>(in.total_bytes) / (1 << 30),
-                              static_cast<double>(b.weights) / (1 << 30),
-                              static_cast<double>(b.activations) / (1 << 30),
-                              static_cast<double>(b.non_torch) / (1 << 30)));
-    } else {
-      sc.cache.kv_memory_bytes = b.kv;
-      sc.memory_budget = b;
-    }
-  }
+  if (!docs) DeriveKvMemory(root, sc);
   sc.sim.workload.max_model_len =
       sc.cache.max_model_len > 0 ? sc.cache.max_model_len : sc.model.max_model_len;
   if (sc.name.empty()) sc.name = fs::path(source).stem().string();

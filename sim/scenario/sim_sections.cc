@@ -500,8 +500,7 @@ void ParseSimSections(ConfigReader& root, Scenario& sc) {
                   "inference_perf arrivals need workload.stages or workload.duration_s (one "
                   "stage of rate_per_s for that long)");
     }
-    const std::vector<LoadStage> one{{wl.rate_per_s, wl.duration_s}};
-    for (const LoadStage& st : wl.stages.empty() ? one : wl.stages) {
+    for (const LoadStage& st : InferencePerfStages(wl)) {
       if (st.rate_per_s * st.duration_s > static_cast<double>(kMaxStageRequests)) {
         again.Error(wl.stages.empty() ? "duration_s" : "stages", "too_large",
                     "rate_per_s * duration_s is above " + std::to_string(kMaxStageRequests) +

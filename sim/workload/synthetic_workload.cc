@@ -24,16 +24,24 @@ int64_t DrawLength(const LengthDist& d, Rng& rng) {
   return n;
 }
 
+namespace {
+
+// `n` token ids drawn from `stream` in [0, vocab).
+std::vector<TokenId> RandomIds(Rng& stream, int64_t n, int64_t vocab) {
+  std::vector<TokenId> ids(static_cast<size_t>(n));
+  for (TokenId& t : ids) t = static_cast<TokenId>(stream.Below(static_cast<uint64_t>(vocab)));
+  return ids;
+}
+
+}  // namespace
+
 std::vector<std::vector<TokenId>> MakeSystemPrompts(const SystemPromptConfig& config, int64_t vocab,
                                                     uint64_t seed) {
   std::vector<std::vector<TokenId>> prompts;
   if (config.tokens <= 0) return prompts;
   Rng sys = Rng(seed).Fork(5);
   prompts.resize(static_cast<size_t>(config.count));
-  for (auto& p : prompts) {
-    p.resize(static_cast<size_t>(config.tokens));
-    for (TokenId& t : p) t = static_cast<TokenId>(sys.Below(static_cast<uint64_t>(vocab)));
-  }
+  for (auto& p : prompts) p = RandomIds(sys, config.tokens, vocab);
   return prompts;
 }
 
@@ -48,6 +56,7 @@ SyntheticWorkload::SyntheticWorkload(const WorkloadConfig& config, uint64_t seed
     system_prompts_ = MakeSystemPrompts(sp, config_.vocab_size, seed);
     zipf_ = std::make_unique<ZipfTable>(sp.count, sp.zipf_s);
   }
+  if (config_.arrival == "inference_perf") inference_perf_stages_ = InferencePerfStages(config_);
   if (sp.users > 0 && config_.kind == "shared_prefix") {
     // The pool is made once from its own streams, so its prompts do not depend on how many
     // requests the run sends; the scenario loader bounds its size (kMaxPromptPoolTokens).
@@ -56,10 +65,8 @@ SyntheticWorkload::SyntheticWorkload(const WorkloadConfig& config, uint64_t seed
     const int64_t slots = std::max<int64_t>(1, sp.count) * sp.users;
     questions_.resize(static_cast<size_t>(slots));
     for (auto& q : questions_) {
-      q.resize(static_cast<size_t>(DrawLength(config_.prompt_tokens, pool_lengths)));
-      for (TokenId& t : q) {
-        t = static_cast<TokenId>(pool_tokens.Below(static_cast<uint64_t>(config_.vocab_size)));
-      }
+      q = RandomIds(pool_tokens, DrawLength(config_.prompt_tokens, pool_lengths),
+                    config_.vocab_size);
     }
     pool_.resize(static_cast<size_t>(slots));
     for (int64_t i = 0; i < slots; ++i) pool_[static_cast<size_t>(i)] = i;
@@ -153,9 +160,7 @@ double SyntheticWorkload::CurrentRate() const {
 }
 
 bool SyntheticWorkload::NextInferencePerfArrival(double& at) {
-  // Without stages the run is one stage of rate_per_s for duration_s.
-  const std::vector<LoadStage> one{{config_.rate_per_s, config_.duration_s}};
-  const std::vector<LoadStage>& stages = config_.stages.empty() ? one : config_.stages;
+  const std::vector<LoadStage>& stages = inference_perf_stages_;
   while (stage_time_index_ >= stage_times_.size()) {
     if (stage_ >= stages.size()) return false;
     const LoadStage& st = stages[stage_];

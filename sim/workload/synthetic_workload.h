@@ -76,7 +76,9 @@ class SyntheticWorkload : public IWorkload {
   std::vector<std::vector<TokenId>> questions_;
   std::vector<int64_t> pool_;
   int64_t pool_cursor_ = 0;  // requests sent so far in this load stage
-  // inference_perf arrivals: this stage's send times (s from the run's start).
+  // inference_perf arrivals: their load stages (InferencePerfStages, fixed at construction)
+  // and this stage's send times (s from the run's start).
+  std::vector<LoadStage> inference_perf_stages_;
   std::vector<double> stage_times_;
   size_t stage_time_index_ = 0;
   // Advances the load stage to the one holding next_arrival_s_; false after the last.

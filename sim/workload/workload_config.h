@@ -63,6 +63,11 @@ struct LoadStage {
   double duration_s = 1;
 };
 
+// The load stages `inference_perf` arrivals draw from: the workload's stages, or without
+// any, one stage of rate_per_s for duration_s.
+struct WorkloadConfig;
+std::vector<LoadStage> InferencePerfStages(const WorkloadConfig& w);
+
 // The stages' durations in order (what StageMetrics splits arrival time by).
 inline std::vector<double> StageDurations(const std::vector<LoadStage>& stages) {
   std::vector<double> d;
@@ -95,5 +100,9 @@ struct WorkloadConfig {
   int64_t max_model_len =
       0;  // the model's context (set by the loader; 0 = unknown): bounds trace prompts
 };
+
+inline std::vector<LoadStage> InferencePerfStages(const WorkloadConfig& w) {
+  return w.stages.empty() ? std::vector<LoadStage>{{w.rate_per_s, w.duration_s}} : w.stages;
+}
 
 }  // namespace kvsim
