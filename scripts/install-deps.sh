@@ -12,7 +12,7 @@ packages=(
   libboost-graph-dev libeigen3-dev libcatch2-dev
   libimgui-dev libstb-dev libglfw3-dev libgl-dev
   libyaml-cpp-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-  libbenchmark-dev libxxhash-dev
+  libbenchmark-dev libxxhash-dev libssl-dev
   xvfb xauth libgl1-mesa-dri python3-matplotlib
 )
 # --slurm: also a one-node Slurm (munge, slurmctld, slurmd), for the `slurm` test label

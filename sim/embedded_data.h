@@ -17,5 +17,7 @@ const std::vector<EmbeddedFile>& EmbeddedDataFiles();
 
 // The contents of an embedded file, or null.
 const std::string* FindEmbeddedFile(const std::string& repo_path);
+// How error positions and messages name an embedded file: "<built-in>/scenarios/...".
+inline constexpr const char* kBuiltInPrefix = "<built-in>/";
 
 }  // namespace kvsim

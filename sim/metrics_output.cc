@@ -135,29 +135,45 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
   return WriteFileAtomically(dir + "/requests.csv", csv);
 }
 
-std::string DescribeOverload(std::span<const RequestRecord> records) {
-  std::vector<const RequestRecord*> served;
-  for (const RequestRecord& r : records)
-    if (!r.rejected && r.first_scheduled >= 0) served.push_back(&r);
-  if (served.size() < 40) return "";
-  std::stable_sort(
-      served.begin(), served.end(),
-      [](const RequestRecord* a, const RequestRecord* b) { return a->arrival < b->arrival; });
-  const size_t quarter = served.size() / 4;
+QueueGrowth MeasureQueueGrowth(std::vector<std::pair<Tick, Tick>> waits) {
+  QueueGrowth g;
+  g.served = static_cast<int64_t>(waits.size());
+  if (waits.size() < 4) return g;
+  // Arrival order; ties keep the order given (records are in id order, so runs agree).
+  std::stable_sort(waits.begin(), waits.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const size_t quarter = waits.size() / 4;
   auto mean_wait_s = [&](size_t from) {
     double sum = 0;
     for (size_t i = from; i < from + quarter; ++i)
-      sum += static_cast<double>(served[i]->first_scheduled - served[i]->arrival);
+      sum += static_cast<double>(waits[i].second - waits[i].first);
     return sum / static_cast<double>(quarter) / static_cast<double>(kTicksPerSecond);
   };
-  const double first = mean_wait_s(0);
-  const double last = mean_wait_s(served.size() - quarter);
-  if (last <= 1.0 || last <= 4.0 * first) return "";
+  g.first_quarter_wait_s = mean_wait_s(0);
+  g.last_quarter_wait_s = mean_wait_s(waits.size() - quarter);
+  g.overloaded = waits.size() >= 40 && g.last_quarter_wait_s > 1.0 &&
+                 g.last_quarter_wait_s > 4.0 * g.first_quarter_wait_s;
+  return g;
+}
+
+QueueGrowth MeasureQueueGrowth(std::span<const RequestRecord> records) {
+  std::vector<std::pair<Tick, Tick>> waits;
+  for (const RequestRecord& r : records)
+    if (!r.rejected && r.first_scheduled >= 0) waits.emplace_back(r.arrival, r.first_scheduled);
+  return MeasureQueueGrowth(std::move(waits));
+}
+
+std::string DescribeOverload(const QueueGrowth& g) {
+  if (!g.overloaded) return "";
   return fmt::format(
       "the queue grew through the run: the last quarter of the requests waited {:.1f} s on "
       "average before their first step, the first quarter {:.2f} s; the arrivals exceed what "
       "the engine serves, so TTFT measures the backlog",
-      last, first);
+      g.last_quarter_wait_s, g.first_quarter_wait_s);
+}
+
+std::string DescribeOverload(std::span<const RequestRecord> records) {
+  return DescribeOverload(MeasureQueueGrowth(records));
 }
 
 std::string DescribeRejections(const Engine& e) {

@@ -7,6 +7,8 @@
 #include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "sim/engine.h"
@@ -32,11 +34,25 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
 // the engine only records the fact.
 std::string DescribeRejections(const Engine& e);
 
-// An overload note for the reader of the table: "" unless the queue grew through the run.
-// Of the requests that were scheduled, taken in arrival order, the last quarter waited (first
-// scheduled − arrival) on average more than 1 s and more than 4× the first quarter's wait
-// (at least 40 such requests). Then TTFT measures the backlog, not the engine: the arrivals
-// exceed what it serves. `records` as Metrics keeps them.
+// Whether the queue grew through a run, from each served request's arrival and first step
+// (a request counts once it has been scheduled at least once). Taken in arrival order, the
+// mean wait (first step − arrival) of the first and of the last quarter of them; the run is
+// overloaded when the last quarter waited more than 1 s on average and more than 4× the
+// first quarter, with at least 40 served requests. Then TTFT measures the backlog, not the
+// engine: the arrivals exceed what it serves. Every kind reports the three numbers as the
+// CSV columns overloaded, queue_wait_q1_s and queue_wait_q4_s (docs/columns.md).
+struct QueueGrowth {
+  int64_t served = 0;
+  double first_quarter_wait_s = 0;  // 0 with fewer than 4 served requests
+  double last_quarter_wait_s = 0;
+  bool overloaded = false;
+};
+// `waits` holds (arrival, first step) per served request, in any order.
+QueueGrowth MeasureQueueGrowth(std::vector<std::pair<Tick, Tick>> waits);
+QueueGrowth MeasureQueueGrowth(std::span<const RequestRecord> records);
+// The note for the reader of the table: "" unless `g.overloaded`.
+std::string DescribeOverload(const QueueGrowth& g);
+// DescribeOverload(MeasureQueueGrowth(records)).
 std::string DescribeOverload(std::span<const RequestRecord> records);
 
 }  // namespace kvsim

@@ -42,8 +42,8 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
       if (opt.log_x && p.x <= 0) continue;
       x0 = std::min(x0, tx(p.x));
       x1 = std::max(x1, tx(p.x));
-      y0 = std::min(y0, p.y);
-      y1 = std::max(y1, p.y);
+      y0 = std::min(y0, p.y - p.ci);
+      y1 = std::max(y1, p.y + p.ci);
     }
   }
   dl->AddRectFilled(o, ImVec2(o.x + size.x, o.y + size.y), palette::kBackground);
@@ -105,6 +105,7 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
       dl->AddLine(ImVec2(x, a.y), ImVec2(x, b.y), palette::kHighlight, 1.5f);
   }
   // Lines and markers.
+  bool any_overloaded = false;
   dl->PushClipRect(ImVec2(a.x - 4, a.y - 4), ImVec2(b.x + 4, b.y + 4), true);
   for (size_t si = 0; si < data.series.size(); ++si) {
     const Series& s = data.series[si];
@@ -119,6 +120,16 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
       if (opt.log_x && p.x <= 0) continue;
       const ImVec2 q(px(p.x), py(p.y));
       dl->AddRectFilled(ImVec2(q.x - 3, q.y - 3), ImVec2(q.x + 3, q.y + 3), c);
+      if (p.ci > 0) {  // the 95 % interval of replicates, with caps
+        const float lo = py(p.y - p.ci), hi = py(p.y + p.ci);
+        dl->AddLine(ImVec2(q.x, lo), ImVec2(q.x, hi), c, 1.5f);
+        dl->AddLine(ImVec2(q.x - 4, lo), ImVec2(q.x + 4, lo), c, 1.5f);
+        dl->AddLine(ImVec2(q.x - 4, hi), ImVec2(q.x + 4, hi), c, 1.5f);
+      }
+      if (p.overloaded) {  // the queue grew through this point's run
+        dl->AddCircle(q, 9.0f, IM_COL32(235, 70, 60, 255), 0, 2.0f);
+        any_overloaded = true;
+      }
     }
   }
   dl->PopClipRect();
@@ -146,6 +157,11 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
     }
   }
 
+  if (any_overloaded) {
+    const char* note = "red ring: overloaded (the queue grew; TTFT measures the backlog)";
+    dl->AddText(ImVec2(a.x + 6, b.y - fh - 4), IM_COL32(235, 70, 60, 255), note);
+  }
+
   // Tooltip: the point nearest the mouse.
   if (hovered) {
     const ImVec2 m = ImGui::GetIO().MousePos;
@@ -166,7 +182,9 @@ void DrawLineChart(const ChartData& data, const ChartOptions& opt, ImVec2 size) 
                   data.x_labels.empty() ? FormatTick(bp->x).c_str()
                                         : data.x_labels[static_cast<size_t>(bp->x)].c_str());
       ImGui::Text("%s = %.6g", opt.y_label.c_str(), bp->y);
+      if (bp->ci > 0) ImGui::Text("95 %% interval: ± %.6g", bp->ci);
       if (bp->rows > 1) ImGui::TextDisabled("mean of %d rows", bp->rows);
+      if (bp->overloaded) ImGui::TextColored(ImVec4(0.92f, 0.27f, 0.24f, 1), "overloaded: TTFT measures the backlog");
       ImGui::EndTooltip();
     }
   }

@@ -10,8 +10,11 @@ of --group (default: the next sweep key that is not zipped with the x key, if an
 sweep keys are averaged over. The default metrics are those of the CSV's kind (single-engine
 or P/D cluster rows name some columns differently). The title defaults to the scenario's
 name and description from the scenario.resolved.yaml beside the CSV.
-Rows whose status is not "ok" are skipped (and counted on stderr). Needs only Debian's
-python3-matplotlib; no other packages.
+Rows whose status is not "ok" are skipped (and counted on stderr). A CSV of replicates
+(`sweep.seeds`, `--seeds`) draws each point's 95 % interval (its METRIC.ci95 column) as an
+error bar. A point flagged `overloaded` (the queue grew through the run: TTFT measures the
+backlog; docs/columns.md) is ringed in red, labelled in the legend, and named on stderr.
+Needs only Debian's python3-matplotlib; no other packages.
 """
 import argparse
 import csv
@@ -43,7 +46,7 @@ LABELS = {
     "padding_gib_in_use": "padding in use (GiB)",
     "preemptions": "preemptions",
 }
-FIXED = ["point", "status", "sweep_id", "sweep_points"]
+FIXED = ["point", "status", "kind", "seeds", "sweep_id", "sweep_points"]
 
 
 def as_number(s):
@@ -118,7 +121,8 @@ def main():
         group = next((k for k in keys if k != x and not follows_x(k)), None)
     if group and group not in keys:
         sys.exit(f"{a.csv}: {group} is not a sweep key; keys: {', '.join(keys)}")
-    metric_cols = [c for c in header if c not in FIXED and c not in between]
+    metric_cols = [c for c in header if c not in FIXED and c not in between
+                   and not c.endswith(".ci95")]
     if a.metrics:
         metrics = [m for m in a.metrics.split(",") if m]
         for m in metrics:
@@ -137,11 +141,26 @@ def main():
     if len(ok) < len(rows):
         print(f"plot_sweep: skipping {len(rows) - len(ok)} failed point(s)", file=sys.stderr)
 
-    # (group value, x value) -> metric -> list of values (averaged over other keys)
+    # (group value, x value) -> metric -> list of values (averaged over other keys), and the
+    # rows' interval half-widths and overload flags.
     cells = defaultdict(lambda: defaultdict(list))
+    cis = defaultdict(lambda: defaultdict(list))
+    overloaded = defaultdict(bool)
     for r in ok:
+        key = (r[group] if group else "", r[x])
         for m in metrics:
-            cells[(r[group] if group else "", r[x])][m].append(float(r[m]))
+            cells[key][m].append(float(r[m]))
+            if r.get(m + ".ci95"):
+                cis[key][m].append(float(r[m + ".ci95"]))
+        if r.get("overloaded") and float(r["overloaded"]) > 0:
+            overloaded[key] = True
+            print(f"plot_sweep: point {r['point']} is overloaded (in a share "
+                  f"{float(r['overloaded']):g} of its seeds): the queue grew through the run, so "
+                  f"its TTFT measures the backlog", file=sys.stderr)
+    others = [k for k in keys if k not in (x, group) and not follows_x(k)]
+    if others:
+        print(f"plot_sweep: averaging over {', '.join(others)} (not on the x axis or a line)",
+              file=sys.stderr)
 
     def sort_key(v):
         n = as_number(v)
@@ -155,6 +174,7 @@ def main():
     cols = 2 if n > 1 else 1
     rows_n = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, 3.6 * rows_n), squeeze=False)
+    ax_has_hot = [False] * n
     styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", "-"), ("x", "--")]
     for i, m in enumerate(metrics):
         ax = axes[i // cols][i % cols]
@@ -165,8 +185,19 @@ def main():
             px = [as_number(p[0]) if numeric_x else xs.index(p[0]) for p in pts]
             # Markers and dashes differ per line so that lines that coincide stay visible.
             marker, dash = styles[gi % len(styles)]
-            ax.plot(px, [p[1] for p in pts], marker=marker, linestyle=dash,
-                    markersize=7 - 1.2 * (gi % 4), label=f"{group}={g}" if group else None)
+            # An interval is drawn where one row makes the cell (an average of several rows
+            # has no interval of its own).
+            yerr = [cis[(g, v)][m][0] if len(cis[(g, v)][m]) == 1 and
+                    len(cells[(g, v)][m]) == 1 else 0.0 for v, _ in pts]
+            ax.errorbar(px, [p[1] for p in pts], yerr=yerr if any(yerr) else None,
+                        marker=marker, linestyle=dash, capsize=3,
+                        markersize=7 - 1.2 * (gi % 4), label=f"{group}={g}" if group else None)
+            hot = [(qx, p[1]) for qx, p in zip(px, pts) if overloaded[(g, p[0])]]
+            if hot:
+                ax.scatter([h[0] for h in hot], [h[1] for h in hot], s=180, facecolors="none",
+                           edgecolors="red", linewidths=1.5, zorder=5,
+                           label="overloaded (TTFT = backlog)" if not ax_has_hot[i] else None)
+                ax_has_hot[i] = True
         if numeric_x:
             vals = [as_number(v) for v in xs]
             if min(vals) > 0 and max(vals) / min(vals) >= 16:
@@ -179,7 +210,7 @@ def main():
         ax.set_xlabel(x)
         ax.set_ylabel(LABELS.get(m, m))
         ax.grid(True, alpha=0.3)
-        if group and i == 0:
+        if (group and i == 0) or ax_has_hot[i]:
             ax.legend(fontsize=8)
     for j in range(n, rows_n * cols):
         axes[j // cols][j % cols].axis("off")

@@ -162,7 +162,14 @@ Result<SweepTable> ParseSweepCsv(std::string_view text, const std::string& sourc
   t.is_key.assign(n, false);
   t.numeric.assign(n, true);
   for (size_t c = 0; c < n; ++c) {
-    t.is_key[c] = t.columns[c].find('.') != std::string::npos;
+    // A key path has a '.'; a metric's interval (".ci95") and a key's byte value (".value")
+    // are numbers about other columns, not keys.
+    const std::string& name = t.columns[c];
+    auto ends = [&](std::string_view suffix) {
+      return name.size() > suffix.size() &&
+             name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    t.is_key[c] = name.find('.') != std::string::npos && !ends(".ci95") && !ends(".value");
     bool any = false;
     for (const auto& row : t.rows) {
       if (row[c].empty()) continue;
@@ -205,8 +212,13 @@ ChartData BuildChart(const SweepTable& t, int x_col, int series_col, int metric_
   }
   struct Acc {
     double sum = 0;
+    double ci = 0;
     int n = 0;
+    bool overloaded = false;
   };
+  // The metric's interval column (replicates) and the overload flag, when the CSV has them.
+  const int ci_col = t.Find(t.columns[static_cast<size_t>(metric_col)] + ".ci95");
+  const int over_col = t.Find("overloaded");
   // series value → (x → accumulated y)
   std::map<std::string, std::map<double, Acc>> acc;
   std::vector<std::string> series_order;
@@ -231,13 +243,20 @@ ChartData BuildChart(const SweepTable& t, int x_col, int series_col, int metric_
     Acc& a = acc[key][x];
     a.sum += y;
     ++a.n;
+    double v;
+    if (ci_col >= 0 && ParseDouble(row[static_cast<size_t>(ci_col)], &v)) a.ci = v;
+    if (over_col >= 0 && ParseDouble(row[static_cast<size_t>(over_col)], &v) && v > 0)
+      a.overloaded = true;
   }
   SortLabels(series_order);
   for (const auto& key : series_order) {
     Series s;
     s.label = series_col >= 0 ? t.columns[static_cast<size_t>(series_col)] + " = " + key
                               : t.columns[static_cast<size_t>(metric_col)];
-    for (const auto& [x, a] : acc[key]) s.points.push_back({x, a.sum / a.n, a.n});
+    for (const auto& [x, a] : acc[key]) {
+      // An average of several rows has no interval of its own.
+      s.points.push_back({x, a.sum / a.n, a.n, a.n == 1 ? a.ci : 0.0, a.overloaded});
+    }
     out.series.push_back(std::move(s));
   }
   return out;

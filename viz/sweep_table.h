@@ -1,7 +1,9 @@
 // SweepTable: a sweep CSV (one row per sweep point: the swept key columns, then metric
 // columns) read for plotting, and the series a chart draws from it: one metric against one
 // key, one line per value of another key. Rows that agree on both keys but differ in others
-// are averaged, and the series says how many rows each point stands for.
+// are averaged, and the series says how many rows each point stands for. A CSV of
+// replicates gives each point its interval, and the `overloaded` column flags points whose
+// queue grew through the run (docs/columns.md).
 //
 // Key columns are recognised by their names being scenario key paths ("cache.block_size");
 // the user can still plot against any column. No ImGui here, so it is unit-tested directly.
@@ -35,6 +37,11 @@ struct SeriesPoint {
   double x = 0;
   double y = 0;
   int rows = 1;  // rows averaged into this point
+  // The 95 % interval half-width of a point of replicates (its METRIC.ci95 column; 0 when
+  // there is none or several rows were averaged).
+  double ci = 0;
+  // Some row of this point is flagged `overloaded` (the queue grew: TTFT measures the backlog).
+  bool overloaded = false;
 };
 
 struct Series {

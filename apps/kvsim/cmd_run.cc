@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,6 +26,7 @@
 #include "sim/output_file.h"
 #include "sim/run/point.h"
 #include "sim/run/run_report.h"
+#include "sim/scenario/pin_scenario.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/workload/i_workload.h"
@@ -38,6 +40,7 @@ struct RunArgs {
   std::string trace;
   std::string step_log;
   int jobs = 1;
+  int64_t seeds = 0;  // 0: the scenario's sweep.seeds (default 1)
   bool json = false;
   bool force = false;
 };
@@ -50,6 +53,11 @@ std::string TracePathFor(const std::string& base, int64_t index, bool many) {
       .string();
 }
 
+int64_t FirstSeed(const ConfigNode& tree) {
+  auto s = BaseSeed(tree);
+  return s.ok() ? s.value() : 0;
+}
+
 void RunRun(const RunArgs& a) {
   LoadOptions opts{a.scenario.scenario, a.scenario.sets};
   auto tree = LoadScenarioTree(opts);
@@ -57,9 +65,14 @@ void RunRun(const RunArgs& a) {
   for (const std::string& note : FixSweptKeys(tree.value(), a.scenario.sets)) {
     std::cerr << "kvsim: note: " << note << "\n";
   }
+  if (a.seeds > 0) SetSweepSeeds(tree.value(), a.seeds);
   const std::string source = ScenarioSource(a.scenario);
+  // Presets and traces written into the tree: the resolved file reproduces the run alone.
+  PinScenarioTree(tree.value(), source);
   auto points = ExpandSweep(tree.value());
   if (!points.ok()) return (void)ReportError(points.status(), a.json);
+  auto seeds = SweepSeeds(tree.value());
+  if (!seeds.ok()) return (void)ReportError(seeds.status(), a.json);
   // The first point's scenario catches typos and bad values before anything runs.
   auto first = ParseScenario(points->front().tree, source);
   if (!first.ok()) return (void)ReportError(first.status(), a.json);
@@ -93,25 +106,36 @@ void RunRun(const RunArgs& a) {
       return (void)ReportError(s, a.json);
     }
     if (Status s = WriteProvenance(a.out_dir, "run", tree.value(), a.scenario, sweep.id,
-                                   static_cast<int64_t>(points->size()));
+                                   static_cast<int64_t>(points->size()),
+                                   {a.jobs, seeds.value()});
         !s.ok()) {
       return (void)ReportError(s, a.json);
     }
   }
+  const auto t0 = std::chrono::steady_clock::now();
   std::map<int64_t, PointResult> results;
   if (many) InstallStopHandlers();  // a sweep stops between points
   // Long points show progress on a terminal; never when piped, nor with points in parallel.
   ShowPointProgress(::isatty(STDERR_FILENO) != 0 && (a.jobs == 1 || !many) && !a.json);
-  RunPoints(points.value(), source, a.jobs, point_options,
+  RunPoints(points.value(), source, a.jobs, seeds.value(), point_options,
             [&](PointResult&& r) { results.emplace(r.index, std::move(r)); });
 
-  if (!a.out_dir.empty() && many) {
+  if (!a.out_dir.empty() && (many || seeds.value() > 1)) {
     // The rows `kvsim sweep` writes for the same scenario, byte for byte.
-    const RowSchema schema = SweepRowSchema(points.value());
+    const RowSchema schema = SweepRowSchema(points.value(), seeds.value());
     std::string csv = SweepCsvHeader(SweepKeys(tree.value()).value(), schema) + "\n";
     for (const auto& [idx, r] : results) csv += SweepCsvRow(r, schema, sweep) + "\n";
     const std::string path = (std::filesystem::path(a.out_dir) / "summary.csv").string();
     if (Status w = WriteFileAtomically(path, csv); !w.ok()) return (void)ReportError(w, a.json);
+  }
+  if (!a.out_dir.empty()) {  // again, with the wall time
+    RunContext context{a.jobs, seeds.value()};
+    context.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (Status s = WriteProvenance(a.out_dir, "run", tree.value(), a.scenario, sweep.id,
+                                   static_cast<int64_t>(points->size()), context);
+        !s.ok()) {
+      return (void)ReportError(s, a.json);
+    }
   }
   if (StopRequested()) {
     return (void)ReportError(
@@ -123,7 +147,8 @@ void RunRun(const RunArgs& a) {
   for (const auto& [idx, r] : results) ordered.push_back(&r);
   const RunReport report =
       FormatRun(ordered, {first->name, many, a.json, a.json ? std::string() : a.out_dir,
-                          fmt::format("kvsim run: {} — {}", first->name, first->description)});
+                          fmt::format("kvsim run: {} — {}", first->name, first->description),
+                          seeds.value(), FirstSeed(points->front().tree)});
   if (!report.error.ok()) return (void)ReportError(report.error, a.json);
   std::cerr << report.err;
   std::cout << report.out;
@@ -154,7 +179,12 @@ void RegisterRun(CLI::App& app) {
   cmd->add_option("--step-log", args.step_log,
                   "write the scheduler's decisions, one JSON record per step (docs/step-log.md; "
                   "FILE.NNNN.jsonl per point for several points; single-engine points)");
-  cmd->add_option("-j,--jobs", args.jobs, "points to run in parallel")->check(CLI::Range(1, 256));
+  cmd->add_option("-j,--jobs", args.jobs, "points (and seeds) to run in parallel")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--seeds", args.seeds,
+                  "replicates: run every point with seeds seed … seed+N−1 and print each "
+                  "metric's mean ± 95 % interval (sets sweep.seeds)")
+      ->check(CLI::Range(int64_t{1}, kMaxSweepSeeds));
   cmd->add_flag("--json", args.json, "print one JSON object instead of the table");
   cmd->add_flag("--force", args.force, "write into an -o DIR that holds another run's results");
   cmd->callback([] { RunRun(args); });

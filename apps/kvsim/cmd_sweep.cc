@@ -15,11 +15,13 @@
 // in flight are journaled (rerun to continue).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "apps/kvsim/commands.h"
+#include "sim/scenario/pin_scenario.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/workload/i_workload.h"
@@ -32,6 +34,7 @@ struct SweepArgs {
   std::string out_dir = "sweep_out";
   std::string shard;
   int jobs = 1;
+  int64_t seeds = 0;  // 0: the scenario's sweep.seeds (default 1)
   bool per_point = false;
   bool count = false;
   bool force = false;
@@ -57,6 +60,10 @@ void RunSweepCmd(const SweepArgs& a) {
   for (const std::string& note : FixSweptKeys(tree.value(), a.scenario.sets)) {
     std::cerr << "kvsim: note: " << note << "\n";
   }
+  if (a.seeds > 0) SetSweepSeeds(tree.value(), a.seeds);
+  PinScenarioTree(tree.value(), ScenarioSource(a.scenario));
+  auto seeds = SweepSeeds(tree.value());
+  if (!seeds.ok()) return (void)ReportError(seeds.status(), false);
   // Catch scenario errors (typos, bad values) once, up front, on the first point.
   auto points = ExpandSweep(tree.value());
   if (!points.ok()) return (void)ReportError(points.status(), false);
@@ -70,14 +77,22 @@ void RunSweepCmd(const SweepArgs& a) {
   if (Status w = CheckWorkload(first->sim.workload); !w.ok()) return (void)ReportError(w, false);
   // DIR reproduces itself (shards of one sweep write the same two files).
   const SweepIdentity identity = IdentifySweep(tree.value(), static_cast<int64_t>(points->size()));
+  RunContext context{o.jobs, seeds.value(), o.shard_k, o.shard_n};
   if (Status p = WriteProvenance(o.out_dir, "sweep", tree.value(), a.scenario, identity.id,
-                                 identity.points);
+                                 identity.points, context);
       !p.ok()) {
     return (void)ReportError(p, false);
   }
   SweepTally tally;
   InstallStopHandlers();
+  const auto t0 = std::chrono::steady_clock::now();
   Status s = RunSweep(tree.value(), source, o, std::cerr, &tally);
+  context.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (Status p = WriteProvenance(o.out_dir, "sweep", tree.value(), a.scenario, identity.id,
+                                 identity.points, context);
+      !p.ok() && s.ok()) {
+    s = p;
+  }
   if (!s.ok()) return (void)ReportError(s, false);
   if (tally.complete) std::cout << SweepCsvPath(o) << "\n";
   if (!tally.failed.empty()) {
@@ -96,8 +111,12 @@ void RegisterSweep(CLI::App& app) {
   AddScenarioArgs(cmd, &args.scenario);
   cmd->add_option("-o,--out", args.out_dir, "output directory (sweep.csv, journal)")
       ->capture_default_str();
-  cmd->add_option("-j,--jobs", args.jobs, "points run in parallel threads")
+  cmd->add_option("-j,--jobs", args.jobs, "points (and seeds) run in parallel threads")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--seeds", args.seeds,
+                  "replicates: run every point with seeds seed … seed+N−1; each metric column "
+                  "is the mean, followed by its 95 % interval <metric>.ci95 (sets sweep.seeds)")
+      ->check(CLI::Range(int64_t{1}, kMaxSweepSeeds));
   cmd->add_option("--shard", args.shard,
                   "run slice K of N (0-based): points with index % N == K; `slurm` reads K and "
                   "N from the job array's environment")

@@ -54,10 +54,21 @@ std::vector<std::string> ScenarioNotes(const Scenario& sc);
 // seed, scenario hash = the sweep id, number of points). CheckOutDir refuses (bad input) a
 // DIR whose provenance names another scenario hash, or that holds results without one,
 // unless `force`.
+// provenance.json also records how the command ran: its full command line, host, start
+// time (UTC), threads, seeds, shard, and (written again when the command ends) its wall
+// time. A shard of a sweep writes provenance.shard-K-of-N.json instead, so the tasks of a
+// Slurm array never overwrite each other's.
+struct RunContext {
+  int jobs = 1;
+  int64_t seeds = 1;
+  int shard_k = 0, shard_n = 1;
+  double wall_s = -1;  // < 0: still running (not written)
+};
 Status CheckOutDir(const std::string& dir, const std::string& scenario_hash, bool force);
 Status WriteProvenance(const std::string& dir, const std::string& command,
                        const ConfigNode& tree, const ScenarioArgs& args,
-                       const std::string& scenario_hash, int64_t points);
+                       const std::string& scenario_hash, int64_t points,
+                       const RunContext& context = {});
 
 // SIGINT and SIGTERM call RequestStop (sim/sweep/sweep_runner.h) and say on stderr that the
 // points in flight finish first; a second signal kills at once (the default action).

@@ -1,7 +1,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -127,9 +129,56 @@ Status CheckOutDir(const std::string& dir, const std::string& scenario_hash, boo
           "; use another -o, or --force to write over it");
 }
 
+namespace {
+
+// This process's command line as typed (arguments joined by spaces, quoted where needed).
+std::string CommandLine() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string raw = ss.str();
+  std::string out;
+  size_t start = 0;
+  while (start < raw.size()) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    std::string arg = raw.substr(start, end - start);
+    const bool plain = !arg.empty() && arg.find_first_of(" \t\"'$\\") == std::string::npos;
+    if (!plain) {
+      std::string q = "'";
+      for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      arg = q + "'";
+    }
+    out += (out.empty() ? "" : " ") + arg;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof(buf) - 1) == 0 ? std::string(buf) : std::string("?");
+}
+
+// When this process started (the first call), as UTC ISO 8601.
+const std::string& StartTime() {
+  static const std::string kStart = [] {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string(buf);
+  }();
+  return kStart;
+}
+
+}  // namespace
+
 Status WriteProvenance(const std::string& dir, const std::string& command,
                        const ConfigNode& tree, const ScenarioArgs& args,
-                       const std::string& scenario_hash, int64_t points) {
+                       const std::string& scenario_hash, int64_t points,
+                       const RunContext& context) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -159,8 +208,19 @@ Status WriteProvenance(const std::string& dir, const std::string& command,
   j["scenario_hash"] = scenario_hash;
   j["points"] = points;
   j["resolved"] = "scenario.resolved.yaml";
+  j["command_line"] = CommandLine();
+  j["host"] = HostName();
+  j["started_utc"] = StartTime();
+  j["jobs"] = context.jobs;
+  j["seeds"] = context.seeds;
+  if (context.shard_n > 1) j["shard"] = fmt::format("{}/{}", context.shard_k, context.shard_n);
+  if (context.wall_s >= 0) j["wall_s"] = std::round(context.wall_s * 1000) / 1000;
+  const std::string file =
+      context.shard_n > 1
+          ? fmt::format("provenance.shard-{}-of-{}.json", context.shard_k, context.shard_n)
+          : std::string("provenance.json");
   return WriteFileAtomically(
-      (fs::path(dir) / "provenance.json").string(),
+      (fs::path(dir) / file).string(),
       j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 

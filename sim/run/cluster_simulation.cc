@@ -84,6 +84,10 @@ class ClusterSimulation : public Simulation {
     m.Add("decode_kv_usage_max", "fraction", PoolUsageMax(s.decode_pool));
     m.Add("prefill_preemptions", "count", s.prefill_pool.preemptions);
     m.Add("decode_preemptions", "count", s.decode_pool.preemptions);
+    const QueueGrowth g = Growth();
+    m.Add("overloaded", "flag", g.overloaded ? 1 : 0);
+    m.Add("queue_wait_q1_s", "s", g.first_quarter_wait_s);
+    m.Add("queue_wait_q4_s", "s", g.last_quarter_wait_s);
     return m;
   }
 
@@ -118,8 +122,18 @@ class ClusterSimulation : public Simulation {
   std::optional<ReferenceComparison> CompareWithReference() const override {
     return std::nullopt;  // reference runs are single engines
   }
+  std::string Overload() const override { return DescribeOverload(Growth()); }
 
  private:
+  // A P/D request waits in the prefill pool's queue until its first prefill step.
+  QueueGrowth Growth() const {
+    std::vector<std::pair<Tick, Tick>> waits;
+    for (const PdRecord& r : sim_->records())
+      if (r.arrived && !r.rejected && r.prefill_start >= 0)
+        waits.emplace_back(r.arrival, r.prefill_start);
+    return MeasureQueueGrowth(std::move(waits));
+  }
+
   Scenario sc_;
   std::unique_ptr<ClusterSim> sim_;
   ClusterSummary summary_;
@@ -159,7 +173,10 @@ const SimulationKind& ClusterKind() {
                  {"decode_kv_usage_mean", "fraction"},
                  {"decode_kv_usage_max", "fraction"},
                  {"prefill_preemptions", "count"},
-                 {"decode_preemptions", "count"}};
+                 {"decode_preemptions", "count"},
+                 {"overloaded", "flag"},
+                 {"queue_wait_q1_s", "s"},
+                 {"queue_wait_q4_s", "s"}};
     // The TTFT split, throughput, the busiest link's utilisation and the prefill and decode
     // pools' prefix hit rates, in percent.
     k.table.indent = 0;

@@ -59,6 +59,10 @@ class EngineSimulation : public Simulation {
     m.Add("padding_gib_in_use", "GiB", s.padding_bytes_in_use_mean / (1024.0 * 1024.0 * 1024.0));
     m.Add("makespan_s", "s", s.makespan_s);
     m.Add("steps", "count", s.steps);
+    const QueueGrowth g = MeasureQueueGrowth(e_->metrics().records());
+    m.Add("overloaded", "flag", g.overloaded ? 1 : 0);
+    m.Add("queue_wait_q1_s", "s", g.first_quarter_wait_s);
+    m.Add("queue_wait_q4_s", "s", g.last_quarter_wait_s);
     if (e_->scenario().offload.enabled) {
       constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
       m.Add("cpu_hit_rate", "fraction", s.cpu_hit_rate);
@@ -175,7 +179,10 @@ const SimulationKind& EngineKind() {
                  {"kv_usage_max", "fraction"},
                  {"padding_gib_in_use", "GiB"},
                  {"makespan_s", "s"},
-                 {"steps", "count"}};
+                 {"steps", "count"},
+                 {"overloaded", "flag"},
+                 {"queue_wait_q1_s", "s"},
+                 {"queue_wait_q4_s", "s"}};
     // `pad MiB` is padding_gib_in_use × 1024 (the padded share of the blocks in use).
     k.table.indent = 2;
     k.table.gap = 2;

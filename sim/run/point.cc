@@ -131,7 +131,7 @@ PointResult RunPoint(int64_t index, const Labels& labels, const ConfigNode& tree
   return r;
 }
 
-RowSchema RowSchemaFor(const std::vector<const SimulationKind*>& kinds) {
+RowSchema RowSchemaFor(const std::vector<const SimulationKind*>& kinds, int64_t seeds) {
   RowSchema schema;
   std::vector<const SimulationKind*> seen;
   for (const SimulationKind* k : kinds) {
@@ -144,6 +144,14 @@ RowSchema RowSchemaFor(const std::vector<const SimulationKind*>& kinds) {
         schema.columns.push_back(c.name);
       }
     }
+  }
+  if (seeds > 1) {  // replicates: the count, then each metric beside its interval
+    std::vector<std::string> cols = {"seeds"};
+    for (const std::string& c : schema.columns) {
+      cols.push_back(c);
+      cols.push_back(c + ".ci95");
+    }
+    schema.columns = std::move(cols);
   }
   return schema;
 }

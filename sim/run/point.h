@@ -56,7 +56,8 @@ const SimulationKind* KindOfPoint(const ConfigNode& tree);
 // The metric columns of rows of points of these kinds (nulls ignored): one kind's columns;
 // for several kinds a "kind" column, then the union of their columns in order of first
 // appearance, so one CSV holds single-engine and P/D rows (each leaves the other's
-// columns empty).
+// columns empty). With seeds > 1 (replicates, sim/run/replicates.h): a `seeds` column, then
+// each metric followed by its 95 % interval half-width, `<metric>.ci95`.
 struct RowSchema {
   bool with_kind = false;
   std::vector<std::string> columns;
@@ -65,7 +66,7 @@ struct RowSchema {
   std::vector<size_t> valued_labels;
   size_t width() const { return columns.size() + (with_kind ? 1 : 0); }
 };
-RowSchema RowSchemaFor(const std::vector<const SimulationKind*>& kinds);
+RowSchema RowSchemaFor(const std::vector<const SimulationKind*>& kinds, int64_t seeds = 1);
 // A point's fields under `schema`: its kind (when the schema has the column), then each
 // column's CSV value, empty where the point has no such metric (or did not run).
 std::vector<std::string> RowFields(const PointResult& r, const RowSchema& schema);

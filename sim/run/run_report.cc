@@ -55,6 +55,10 @@ std::string Json(const std::vector<const PointResult*>& results, const RunReport
   }
   nlohmann::ordered_json j;
   j["scenario"] = o.scenario_name;
+  if (o.seeds > 1) {
+    j["seeds"] = nlohmann::ordered_json::array();
+    for (int64_t k = 0; k < o.seeds; ++k) j["seeds"].push_back(o.first_seed + k);
+  }
   j["points"] = points;
   j["failed"] = failed;
   return JsonText(j);
@@ -135,7 +139,12 @@ RunReport FormatRun(const std::vector<const PointResult*>& results, const RunRep
     return r->kind == nullptr || r->kind->presentation == Presentation::kReportOrTable;
   });
   std::string& out = rep.out;
-  if (only_reports && !o.many) {
+  const std::string replicates =
+      o.seeds > 1 ? fmt::format("  {} seeds per point ({} … {}): each cell is the mean ± the "
+                                "half-width of its 95 % interval (Student t)\n",
+                                o.seeds, o.first_seed, o.first_seed + o.seeds - 1)
+                  : "";
+  if (only_reports && !o.many && o.seeds <= 1) {
     for (const PointResult* r : results) {
       if (r->status.ok()) out += r->report;
     }
@@ -145,7 +154,7 @@ RunReport FormatRun(const std::vector<const PointResult*>& results, const RunRep
     if (!o.title.empty() && ok != results.end()) {
       out += o.title + "\n  workload " + (*ok)->workload + "\n\n";
     }
-    out += Tables(results, o, nullptr);
+    out += replicates + Tables(results, o, nullptr);
   } else {
     const TableLayout* like = nullptr;
     for (const PointResult* r : results) {
@@ -160,7 +169,7 @@ RunReport FormatRun(const std::vector<const PointResult*>& results, const RunRep
         break;
       }
     }
-    out += "\n" + Tables(results, o, like);
+    out += "\n" + replicates + Tables(results, o, like);
     for (const PointResult* r : results) {
       if (r->status.ok() && !r->rejections.empty()) {
         out += "  " + (o.many ? LabelOf(r->labels) + ": " : "") + r->rejections + "\n";

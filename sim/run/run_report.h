@@ -29,6 +29,8 @@ struct RunReportOptions {
   // "kvsim run: NAME — DESCRIPTION": heads a table of P/D points with the workload line, as
   // an engine point's report heads the engine table (empty: no header).
   std::string title;
+  int64_t seeds = 1;      // replicates per point (> 1: cells show mean ± 95 % interval)
+  int64_t first_seed = 0; // the first replicate's seed
 };
 
 struct RunReport {

@@ -374,6 +374,13 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
     w.trace.required = t.Bool("required", true,
                               "missing file is an error (false: fall back to the synthetic "
                               "generator and say so)");
+    w.trace.sha256 = t.String("sha256", "",
+                              "the file's SHA-256 as an output directory recorded it: a file "
+                              "with another hash is refused (scenario.resolved.yaml writes it)");
+    w.trace.bytes = t.Int("bytes", -1, "the file's size as recorded beside sha256", -1);
+    (void)t.String("resolved_path", "",
+                   "where the file was found when the output directory was written "
+                   "(informative: the file is looked up by `path`)");
     if (trace && !all && w.trace.path.empty()) {
       t.Error("path", "missing_key", "a trace workload needs workload.trace.path");
     }
@@ -387,6 +394,10 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
 }
 
 }  // namespace
+
+const std::string* HardwarePresetText(const std::string& name, std::string* file) {
+  return FindHardwarePreset(name, file);
+}
 
 std::vector<std::string> HardwarePresetNames() {
   std::vector<std::string> out;

@@ -35,5 +35,8 @@ void ParseSchedulerExtras(ConfigReader& sched, Scenario& sc);
 
 // Hardware preset names (scenarios/hardware/*.yaml, by their `name`).
 std::vector<std::string> HardwarePresetNames();
+// The YAML text of a hardware preset by name (or file stem), and its repository path in
+// `file`; null when there is none.
+const std::string* HardwarePresetText(const std::string& name, std::string* file);
 
 }  // namespace kvsim

@@ -23,6 +23,7 @@
 
 #include "sim/config/config_reader.h"
 #include "sim/csv.h"
+#include "sim/run/replicates.h"
 #include "sim/output_file.h"
 #include "sim/scenario/scenario_loader.h"
 
@@ -88,11 +89,11 @@ std::atomic<bool> g_stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "RequestStop runs in signal handlers");
 }  // namespace
 
-RowSchema SweepRowSchema(const std::vector<SweepPoint>& points) {
+RowSchema SweepRowSchema(const std::vector<SweepPoint>& points, int64_t seeds) {
   std::vector<const SimulationKind*> kinds;
   kinds.reserve(points.size());
   for (const SweepPoint& p : points) kinds.push_back(KindOfPoint(p.tree));
-  RowSchema schema = RowSchemaFor(kinds);
+  RowSchema schema = RowSchemaFor(kinds, seeds);
   // An axis written with units ("16GiB") also gets its value in bytes, for plotting tools.
   const size_t axes = points.empty() ? 0 : points.front().labels.size();
   for (size_t i = 0; i < axes; ++i) {
@@ -146,22 +147,84 @@ std::string SweepCsvRow(const PointResult& r, const RowSchema& schema, const Swe
 void RequestStop() { g_stop.store(true); }
 bool StopRequested() { return g_stop.load(); }
 
+namespace {
+
+// FILE.json → FILE.seed-S.json: one trace or step log per replicate.
+std::string WithSeed(const std::string& path, int64_t seed) {
+  if (path.empty()) return path;
+  const fs::path p(path);
+  return (p.parent_path() / fmt::format("{}.seed-{}{}", p.stem().string(), seed,
+                                        p.extension().string()))
+      .string();
+}
+
+}  // namespace
+
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
-               const std::function<PointOptions(const SweepPoint&)>& options,
+               int64_t seeds, const std::function<PointOptions(const SweepPoint&)>& options,
                const std::function<void(PointResult&&)>& done) {
+  // Work items are (point, replicate); a point is done when all its replicates are.
+  struct Pending {
+    std::vector<PointResult> reps;
+    std::vector<int64_t> seeds;
+    int64_t left = 0;
+  };
+  std::vector<Pending> pending(points.size());
+  std::vector<std::pair<size_t, int64_t>> items;  // (point, replicate)
+  std::vector<PointResult> bad_seed;              // points whose `seed` is not a number
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (seeds <= 1) {
+      items.emplace_back(i, 0);
+      continue;
+    }
+    auto base = BaseSeed(points[i].tree);
+    if (!base.ok()) {
+      PointResult r;
+      r.index = points[i].index;
+      r.labels = points[i].labels;
+      r.kind = KindOfPoint(points[i].tree);
+      r.status = base.status();
+      bad_seed.push_back(std::move(r));
+      continue;
+    }
+    pending[i].reps.resize(static_cast<size_t>(seeds));
+    pending[i].left = seeds;
+    for (int64_t k = 0; k < seeds; ++k) {
+      pending[i].seeds.push_back(base.value() + k);
+      items.emplace_back(i, k);
+    }
+  }
   std::atomic<size_t> next{0};
   std::mutex mu;
+  for (PointResult& r : bad_seed) done(std::move(r));
   auto worker = [&] {
     while (!StopRequested()) {
-      const size_t i = next.fetch_add(1);
-      if (i >= points.size()) return;
+      const size_t w = next.fetch_add(1);
+      if (w >= items.size()) return;
+      const auto [i, k] = items[w];
       const SweepPoint& p = points[i];
-      PointResult r = RunPoint(p.index, p.labels, p.tree, source, options(p));
+      if (seeds <= 1) {
+        PointResult r = RunPoint(p.index, p.labels, p.tree, source, options(p));
+        std::lock_guard<std::mutex> lock(mu);
+        done(std::move(r));
+        continue;
+      }
+      const int64_t seed = pending[i].seeds[static_cast<size_t>(k)];
+      PointOptions po = options(p);
+      if (!po.out_dir.empty()) po.out_dir = (fs::path(po.out_dir) / fmt::format("seed-{}", seed)).string();
+      po.trace_path = WithSeed(po.trace_path, seed);
+      po.step_log_path = WithSeed(po.step_log_path, seed);
+      PointResult r = RunPoint(p.index, p.labels, ReplicateTree(p.tree, seed), source, po);
       std::lock_guard<std::mutex> lock(mu);
-      done(std::move(r));
+      Pending& pend = pending[i];
+      pend.reps[static_cast<size_t>(k)] = std::move(r);
+      if (--pend.left == 0) {
+        done(CombineReplicates(std::move(pend.reps), pend.seeds));
+        pend.reps.clear();
+      }
     }
   };
-  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(points.size())));
+  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(std::max<size_t>(items.size(), 1))));
   if (jobs == 1) {
     worker();
     return;
@@ -212,8 +275,38 @@ class FileLock {
 
 Status ParseShard(const std::string& spec, const std::function<const char*(const char*)>& getenv,
                   int* shard_k, int* shard_n) {
-  if (spec == "slurm") {
+  if (spec == "slurm" || spec.rfind("slurm/", 0) == 0) {
     const int64_t id = SlurmNumber(getenv, "SLURM_ARRAY_TASK_ID");
+    // N from the command line (slurm/N) or from KVSIM_SHARDS, which scripts/slurm/submit.sh
+    // exports: a rerun of some tasks (sbatch --array=2) is an array of 1 task, so the
+    // array's own size says nothing about the sweep's shards.
+    std::string n_text = spec == "slurm" ? "" : spec.substr(6);
+    std::string n_from = "--shard " + spec;
+    if (n_text.empty()) {
+      const char* env = getenv("KVSIM_SHARDS");
+      if (env != nullptr && *env != '\0') {
+        n_text = env;
+        n_from = "KVSIM_SHARDS";
+      }
+    }
+    if (!n_text.empty()) {
+      int n = -1;
+      char extra = 0;
+      if (std::sscanf(n_text.c_str(), "%d%c", &n, &extra) != 1 || n < 1) {
+        return Status::Error("bad_shard", n_from + ": the number of shards must be a positive "
+                                                   "integer, got '" + n_text + "'");
+      }
+      if (id < 0) {
+        return Status::Error("bad_shard", "--shard " + spec +
+                                              ": SLURM_ARRAY_TASK_ID must be set (run it as a "
+                                              "task of an sbatch --array job)");
+      }
+      // Task id mod N: --array=0-(N-1) and --array=1-N both give every shard once, and a
+      // rerun of task T (--array=T) runs the same shard T did.
+      *shard_k = static_cast<int>(id % n);
+      *shard_n = n;
+      return Status::Ok();
+    }
     const int64_t lo = SlurmNumber(getenv, "SLURM_ARRAY_TASK_MIN");
     const int64_t hi = SlurmNumber(getenv, "SLURM_ARRAY_TASK_MAX");
     const int64_t count = SlurmNumber(getenv, "SLURM_ARRAY_TASK_COUNT");
@@ -229,7 +322,8 @@ Status ParseShard(const std::string& spec, const std::function<const char*(const
         id > hi || id < lo) {
       return Status::Error(
           "bad_shard", fmt::format("--shard slurm: array task {} of {}-{} step {} with {} tasks "
-                                   "is not an evenly spaced range; use --array=A-B[:S]",
+                                   "is not an evenly spaced range; use --array=A-B[:S], or give "
+                                   "the number of shards (--shard slurm/N or KVSIM_SHARDS=N)",
                                    id, lo, hi, step, count));
     }
     *shard_k = static_cast<int>((id - lo) / step);
@@ -261,7 +355,9 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   // come from every point's kind, so every shard writes the same header and they merge.
   auto first = ParseScenario(all->front().tree, source);
   if (!first.ok()) return first.status();
-  const RowSchema schema = SweepRowSchema(all.value());
+  auto seeds = SweepSeeds(tree);
+  if (!seeds.ok()) return seeds.status();
+  const RowSchema schema = SweepRowSchema(all.value(), seeds.value());
   SweepTally tally;
   {
     std::vector<const SimulationKind*> seen;
@@ -360,7 +456,7 @@ Status RunSweep(const ConfigNode& tree, const std::string& source, const SweepOp
   Status io;
   const size_t total = todo.size();
   RunPoints(
-      todo, source, o.jobs,
+      todo, source, o.jobs, seeds.value(),
       [&](const SweepPoint& p) {
         PointOptions po;
         if (o.per_point_outputs) {

@@ -31,7 +31,8 @@ namespace kvsim {
 
 // The row schema of a sweep's CSV: from the kinds of all its points (every shard agrees),
 // with the axes whose values carry a byte unit (valued_labels).
-RowSchema SweepRowSchema(const std::vector<SweepPoint>& points);
+// With seeds > 1 each metric column is followed by its interval column (RowSchemaFor).
+RowSchema SweepRowSchema(const std::vector<SweepPoint>& points, int64_t seeds = 1);
 
 // The sweep CSV's header line (no newline) for these sweep keys, and one point's row (no
 // newline): point index, the label values (as written), the numeric values of the
@@ -49,8 +50,12 @@ void RequestStop();
 bool StopRequested();
 
 // Runs `points` on `jobs` threads, calling `done` (under a lock) as each finishes; after
-// RequestStop, no further point starts.
+// RequestStop, no further point starts. With seeds > 1 every point runs once per seed
+// (seed … seed+seeds−1, the replicates spread over the threads) and `done` gets the
+// combined result (sim/run/replicates.h) once all its seeds are in; a replicate's outputs go
+// to OUT/seed-S/ and its trace and step log to FILE.seed-S.EXT.
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
+               int64_t seeds,
                const std::function<PointOptions(const SweepPoint&)>& options,
                const std::function<void(PointResult&&)>& done);
 
@@ -66,10 +71,13 @@ struct SweepOptions {
   bool force = false;              // replace a CSV in out_dir that holds another sweep
 };
 
-// `--shard SPEC`: "K/N" (0-based), or "slurm", which reads the job array's task id and
-// size from Slurm's environment (SLURM_ARRAY_TASK_ID/_MIN/_MAX/_STEP/_COUNT), so arrays
-// numbered from 0 or from 1 (or any start and step) give shards 0..N-1. `getenv` is the
-// environment to read (tests pass their own).
+// `--shard SPEC`: "K/N" (0-based); "slurm/N", shard SLURM_ARRAY_TASK_ID mod N of N, so
+// --array=0-(N-1) and --array=1-N both run every shard once and a rerun of failed tasks
+// (--array=2,5) runs exactly their shards; or "slurm", which takes N from KVSIM_SHARDS when
+// set (scripts/slurm/submit.sh exports it) and otherwise from the job array's own range
+// (SLURM_ARRAY_TASK_ID/_MIN/_MAX/_STEP/_COUNT: right for the whole array only, since a
+// rerun of one task is an array of one). `getenv` is the environment to read (tests pass
+// their own).
 Status ParseShard(const std::string& spec, const std::function<const char*(const char*)>& getenv,
                   int* shard_k, int* shard_n);
 

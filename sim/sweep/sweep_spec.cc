@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 namespace kvsim {
 namespace {
 
@@ -17,6 +19,12 @@ Status AxisError(const SourcePos& pos, const std::string& msg) {
 
 // A point's label value: a scalar as written; a map or list on one line, so that labels
 // and CSV fields stay one line each (a sweep axis may switch whole sections, `cluster`).
+bool ParseInt64(const std::string& s, int64_t* v) {
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, *v);
+  return ec == std::errc() && p == end && !s.empty();
+}
+
 std::string ValueText(const ConfigNode& n) {
   if (n.is_scalar()) return n.scalar;
   return ToFlowYaml(n);
@@ -28,6 +36,7 @@ Result<std::vector<Axis>> ReadAxes(const ConfigNode& sweep) {
   for (size_t i = 0; i < sweep.map.size(); ++i) {
     const auto& [key, node] = sweep.map[i];
     const SourcePos& kpos = sweep.key_pos[i];
+    if (key == "seeds") continue;  // replicates, not an axis (SweepSeeds)
     if (key == "zip") {
       std::vector<const ConfigNode*> groups;
       if (node.is_map()) {
@@ -198,6 +207,60 @@ Result<std::vector<SweepPoint>> ExpandSweep(const ConfigNode& tree) {
     points.push_back(std::move(pt));
   }
   return points;
+}
+
+Result<int64_t> SweepSeeds(const ConfigNode& tree) {
+  const ConfigNode* sweep = tree.Find("sweep");
+  const ConfigNode* n = sweep && sweep->is_map() ? sweep->Find("seeds") : nullptr;
+  if (n == nullptr) return int64_t{1};
+  const std::string where = n->pos.ToString() + ": sweep.seeds: ";
+  int64_t v = 0;
+  if (!n->is_scalar() || !ParseInt64(n->scalar, &v)) {
+    return Status::Error("bad_sweep", where + "expected an integer number of seeds, got " +
+                                          (n->is_scalar() ? "'" + n->scalar + "'" : "a " + std::string(n->is_map() ? "map" : "list")));
+  }
+  if (v < 1 || v > kMaxSweepSeeds) {
+    return Status::Error("bad_sweep", fmt::format("{}{} is out of range: between 1 and {}", where,
+                                                  v, kMaxSweepSeeds));
+  }
+  if (v > 1) {
+    if (const ConfigNode* axis = sweep->Find("seed")) {
+      return Status::Error(
+          "bad_sweep",
+          axis->pos.ToString() +
+              ": sweep: seed is an axis and sweep.seeds replicates every point over seeds; "
+              "use one of them (sweep.seeds: N runs seeds seed … seed+N−1 and reports means "
+              "with 95 % intervals)");
+    }
+  }
+  return v;
+}
+
+Result<int64_t> BaseSeed(const ConfigNode& tree) {
+  const ConfigNode* n = tree.Find("seed");
+  if (n == nullptr || n->is_null()) return int64_t{0};  // the scenario default
+  int64_t v = 0;
+  if (!n->is_scalar() || !ParseInt64(n->scalar, &v) || v < 0) {
+    return Status::Error("bad_value", n->pos.ToString() +
+                                          ": seed: expected a non-negative integer, got '" +
+                                          (n->is_scalar() ? n->scalar : ToFlowYaml(*n)) + "'");
+  }
+  return v;
+}
+
+void SetSweepSeeds(ConfigNode& tree, int64_t n) {
+  SetAtPath(tree, "sweep.seeds", ConfigNode::Scalar(std::to_string(n), SourcePos{"--seeds", 0}));
+}
+
+ConfigNode ReplicateTree(const ConfigNode& tree, int64_t seed) {
+  ConfigNode out = tree;
+  ConfigNode v;
+  v.kind = ConfigNode::Kind::kScalar;
+  v.scalar = std::to_string(seed);
+  if (const ConfigNode* old = tree.Find("seed")) v.pos = old->pos;
+  const SourcePos pos = v.pos;
+  out.Set("seed", std::move(v), pos);
+  return out;
 }
 
 SweepIdentity IdentifySweep(const ConfigNode& tree, int64_t num_points) {

@@ -6,6 +6,8 @@
 //     zip:                                      # axes whose lists advance together
 //       - {cache.block_size: [16, 32], workload.rate_per_s: [10, 20]}
 //
+//     seeds: 5                                  # replicates: every point over 5 seeds
+//
 // Points are the cartesian product of the axes in file order, the last axis varying fastest
 // (nested loops); a zip group is one axis whose i-th value sets every key's i-th entry. Each
 // point's tree is the scenario tree without `sweep`, with the values set at their key paths
@@ -23,6 +25,11 @@
 
 namespace kvsim {
 
+// `seeds: N` is not an axis: each point runs N times, with seeds seed … seed+N−1 (`seed` of
+// the scenario, default 0), and reports each metric's mean and 95 % interval over them
+// (sim/run/replicates.h). A point is still one row, one shard slice, one journal line.
+inline constexpr int64_t kMaxSweepSeeds = 1000;
+
 struct SweepPoint {
   int64_t index = 0;
   Labels labels;  // key path → value, in axis order
@@ -35,6 +42,16 @@ Result<std::vector<std::string>> SweepKeys(const ConfigNode& tree);
 
 // Every point (one point with no labels when the tree has no `sweep:`).
 Result<std::vector<SweepPoint>> ExpandSweep(const ConfigNode& tree);
+
+// The sweep's `seeds` (1 when absent). An error names the line for a value that is not an
+// integer in [1, kMaxSweepSeeds], or for `seeds` > 1 beside a `seed` axis.
+Result<int64_t> SweepSeeds(const ConfigNode& tree);
+// The scenario's `seed` (0 when absent): the first replicate's seed.
+Result<int64_t> BaseSeed(const ConfigNode& tree);
+// Sets sweep.seeds to `n` (`--seeds N`), creating the sweep block if there is none.
+void SetSweepSeeds(ConfigNode& tree, int64_t n);
+// A point's tree with `seed` set to `seed` (one replicate).
+ConfigNode ReplicateTree(const ConfigNode& tree, int64_t seed);
 
 // What identifies one sweep across its shards and reruns: a hash of the scenario tree as
 // loaded (includes and --set applied, sweep block included) and its number of points. Every

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "sim/embedded_data.h"
+#include "sim/file_pin.h"
 #include "sim/trace/request_trace.h"
 #include "sim/workload/synthetic_workload.h"
 
@@ -363,6 +364,22 @@ Result<std::unique_ptr<IWorkload>> MakeWorkload(const WorkloadConfig& config, ui
     WorkloadConfig fallback = config;
     fallback.kind = "shared_prefix";
     return std::unique_ptr<IWorkload>(std::make_unique<SyntheticWorkload>(fallback, seed));
+  }
+  if (!config.trace.sha256.empty()) {
+    // A resolved scenario pins the file it was run with: a file found by the same name
+    // elsewhere, or changed since, would give other numbers under the same scenario.
+    auto pin = PinFile(path);
+    if (!pin.ok()) return pin.status();
+    if (pin->sha256 != config.trace.sha256 ||
+        (config.trace.bytes >= 0 && pin->bytes != config.trace.bytes)) {
+      return Status::Error(
+          "trace_changed",
+          "workload.trace: " + path + " has SHA-256 " + pin->sha256 + " (" +
+              std::to_string(pin->bytes) + " bytes), but the scenario pins " +
+              config.trace.sha256 + " (" + std::to_string(config.trace.bytes) +
+              " bytes): this is not the trace the run was made with; restore that file, or "
+              "remove workload.trace.sha256 and bytes to run with this one");
+    }
   }
   return TraceWorkload::Open(config, seed, path);
 }

@@ -54,6 +54,10 @@ struct TraceConfig {
   std::string format = "auto";  // auto | mooncake | tokens | azure
   double time_scale = 1.0;      // arrival times are multiplied by this
   bool required = true;         // a missing file is an error (false: fall back to synthetic)
+  // The pin a resolved scenario records (sim/scenario/pin_scenario.h): when sha256 is set,
+  // the file found must have this size and SHA-256, or the run is refused.
+  std::string sha256;
+  int64_t bytes = -1;
 };
 
 // One stage of staged load (inference-perf's `constant` load stages): requests arrive at

@@ -83,7 +83,7 @@ void BM_Sweep(benchmark::State& state) {
   int64_t done = 0;
   for (auto _ : state) {
     RunPoints(
-        points.value(), "bench_chat", jobs, [](const SweepPoint&) { return PointOptions{}; },
+        points.value(), "bench_chat", jobs, 1, [](const SweepPoint&) { return PointOptions{}; },
         [&](PointResult&& r) { done += r.status.ok() ? 1 : 0; });
   }
   state.counters["points_per_s"] =

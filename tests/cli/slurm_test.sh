@@ -111,7 +111,7 @@ echo "ok   4-task array (0-3) + afterany merge == single-process sweep"
 # 2. A 1-based array by hand: shards 0..3 all the same.
 mkdir -p "$tmp/b"
 jid=$(cd "$tmp" && sbatch --parsable --array=1-4 --output="$tmp/b/slurm-%A_%a.out" \
-      --export=ALL,KVSIM="$kvsim" "$root/scripts/slurm/sweep_array.sbatch" "$scen" "$tmp/b" \
+      --export=ALL,KVSIM="$kvsim",KVSIM_SHARDS=4 "$root/scripts/slurm/sweep_array.sbatch" "$scen" "$tmp/b" \
       "${sets[@]}") || fail "sbatch --array=1-4"
 (cd "$tmp" && sbatch --parsable --dependency=afterany:"${jid%%;*}" --output="$tmp/b/merge.out" \
    --export=ALL,KVSIM="$kvsim" "$root/scripts/slurm/merge.sbatch" "$tmp/b" 4) > /dev/null \
@@ -120,6 +120,21 @@ wait_queue
 for k in 0 1 2 3; do [ -f "$tmp/b/sweep.shard-$k-of-4.csv" ] || fail "1-based array: no shard $k"; done
 cmp -s "$tmp/b/sweep.csv" "$tmp/single/sweep.csv" || fail "1-based array + merge differs from the single-process sweep"
 echo "ok   4-task array (1-4) + merge == single-process sweep"
+
+# 2b. A rerun of one failed task, as submit.sh prints it: shard 2 of run (a) lost, then
+# `sbatch --array=2` with KVSIM_SHARDS=4 fills exactly that shard and the merge succeeds.
+rm -f "$tmp/a/sweep.shard-2-of-4.csv" "$tmp/a/sweep.csv"
+"$kvsim" merge "$tmp/a/sweep.csv" "$tmp"/a/sweep.shard-*-of-4.csv 2> /dev/null \
+  && fail "merge without shard 2 succeeded"
+jid=$(cd "$tmp" && sbatch --parsable --array=2 --output="$tmp/a/rerun-%A_%a.out" \
+      --export=ALL,KVSIM="$kvsim",KVSIM_SHARDS=4 "$root/scripts/slurm/sweep_array.sbatch" "$scen" \
+      "$tmp/a" "${sets[@]}") || fail "sbatch --array=2"
+wait_queue
+[ -f "$tmp/a/sweep.shard-2-of-4.csv" ] || fail "rerun of task 2 wrote no shard 2: $(cat "$tmp"/a/rerun-*.out)"
+[ -f "$tmp/a/sweep.shard-0-of-1.csv" ] || [ ! -f "$tmp/a/sweep.csv" ] || fail "rerun ran the whole sweep"
+"$kvsim" merge "$tmp/a/sweep.csv" "$tmp"/a/sweep.shard-*-of-4.csv > /dev/null 2>&1 || fail "merge after the rerun"
+cmp -s "$tmp/a/sweep.csv" "$tmp/single/sweep.csv" || fail "merge after the rerun differs from the single-process sweep"
+echo "ok   rerun of task 2 alone (--array=2) fills shard 2; the merge then succeeds"
 
 # 3. The strict merge as a pipeline sees it.
 "$kvsim" merge "$tmp/m.csv" "$tmp/a/sweep.shard-0-of-4.csv" "$tmp/a/sweep.shard-2-of-4.csv" \

@@ -4,6 +4,7 @@
 // from the waits written here.
 #include <catch2/catch_test_macros.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,31 @@ TEST_CASE("overload note: steady waits, short waits and small runs say nothing")
   auto recs = Records(40, [](int i) { return (i + 1) / 10.0; });
   for (int i = 0; i < 40; i += 2) recs[static_cast<size_t>(i)].rejected = true;
   CHECK(DescribeOverload(recs).empty());
+}
+
+TEST_CASE("queue growth: the three CSV numbers come from the quarters' mean waits") {
+  // 40 requests, one per second; the first ten wait 0.1 s, the last ten 2.0 s, the rest 0.5 s.
+  const auto recs = Records(40, [](int i) { return i < 10 ? 0.1 : i >= 30 ? 2.0 : 0.5; });
+  const QueueGrowth g = MeasureQueueGrowth(recs);
+  CHECK(g.served == 40);
+  CHECK(std::abs(g.first_quarter_wait_s - 0.1) < 1e-9);
+  CHECK(std::abs(g.last_quarter_wait_s - 2.0) < 1e-9);
+  CHECK(g.overloaded);  // 2.0 s > 1 s and > 4 × 0.1 s
+  // The same waits given out of arrival order give the same numbers.
+  std::vector<std::pair<Tick, Tick>> waits;
+  for (auto it = recs.rbegin(); it != recs.rend(); ++it) waits.emplace_back(it->arrival, it->first_scheduled);
+  const QueueGrowth h = MeasureQueueGrowth(waits);
+  CHECK(h.first_quarter_wait_s == g.first_quarter_wait_s);
+  CHECK(h.last_quarter_wait_s == g.last_quarter_wait_s);
+  // Last quarter 2.0 s but the first already 0.6 s: 2.0 < 4 × 0.6, a long wait, not growth.
+  const QueueGrowth flat =
+      MeasureQueueGrowth(Records(40, [](int i) { return i < 10 ? 0.6 : i >= 30 ? 2.0 : 1.0; }));
+  CHECK_FALSE(flat.overloaded);
+  // Rejected and never-scheduled requests are not served.
+  auto some = Records(8, [](int) { return 0.1; });
+  some[0].rejected = true;
+  some[1].first_scheduled = -1;
+  CHECK(MeasureQueueGrowth(some).served == 6);
 }
 
 }  // namespace

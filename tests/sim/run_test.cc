@@ -56,12 +56,13 @@ TEST_CASE("row schema: one kind's columns; two kinds add `kind` and the union") 
   CHECK(engine.columns.size() == EngineKind().columns.size());
   const RowSchema mixed = RowSchemaFor({&EngineKind(), &ClusterKind()});
   CHECK(mixed.with_kind);
-  // 25 engine columns + 29 cluster columns, 8 of them shared (finished, rejected, makespan_s,
-  // ttft_mean/p90/p99_ms, tpot_mean_ms, e2e_mean_ms) and written once.
-  CHECK(EngineKind().columns.size() == 25);
-  CHECK(ClusterKind().columns.size() == 29);
-  CHECK(mixed.columns.size() == 25 + 29 - 8);
-  CHECK(mixed.width() == 47);
+  // 28 engine columns + 32 cluster columns, 11 of them shared (finished, rejected,
+  // makespan_s, ttft_mean/p90/p99_ms, tpot_mean_ms, e2e_mean_ms, and the queue-growth three:
+  // overloaded, queue_wait_q1_s, queue_wait_q4_s) and written once.
+  CHECK(EngineKind().columns.size() == 28);
+  CHECK(ClusterKind().columns.size() == 32);
+  CHECK(mixed.columns.size() == 28 + 32 - 11);
+  CHECK(mixed.width() == 50);
   CHECK(mixed.columns.front() == "attn_block_size");  // the first kind's order first
   CHECK(mixed.columns.back() == "decode_preemptions");
   // A row fills its own metrics and leaves the other kind's empty.
@@ -69,7 +70,7 @@ TEST_CASE("row schema: one kind's columns; two kinds add `kind` and the union") 
   r.kind = &ClusterKind();
   r.metrics.Add("finished", "requests", 7);
   const std::vector<std::string> f = RowFields(r, mixed);
-  REQUIRE(f.size() == 47);
+  REQUIRE(f.size() == 50);
   CHECK(f[0] == "pd");
   CHECK(f[1].empty());  // attn_block_size: an engine metric
   size_t finished = 0;

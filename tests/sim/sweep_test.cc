@@ -455,6 +455,44 @@ TEST_CASE("sweep: --shard slurm maps 0-based, 1-based and stepped job arrays to 
   CHECK(ParseShard("slurm", env({}), &k, &n).code() == "bad_shard");
 }
 
+TEST_CASE("sweep: a rerun of one Slurm array task runs its own shard, given N") {
+  auto env = [](std::map<std::string, std::string> vars) {
+    return [vars](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  int k = -1, n = -1;
+  // `sbatch --array=2` reruns task 2 of a 4-shard sweep: Slurm describes an array of one task
+  // (MIN = MAX = 2, COUNT 1). From the array alone that reads as shard 0 of 1, the whole sweep.
+  auto rerun = std::map<std::string, std::string>{{"SLURM_ARRAY_TASK_ID", "2"},
+                                                  {"SLURM_ARRAY_TASK_MIN", "2"},
+                                                  {"SLURM_ARRAY_TASK_MAX", "2"},
+                                                  {"SLURM_ARRAY_TASK_COUNT", "1"}};
+  REQUIRE(ParseShard("slurm/4", env(rerun), &k, &n).ok());
+  CHECK((k == 2 && n == 4));
+  rerun["KVSIM_SHARDS"] = "4";  // as submit.sh exports it
+  REQUIRE(ParseShard("slurm", env(rerun), &k, &n).ok());
+  CHECK((k == 2 && n == 4));
+  // A 1-based array of 4 with N given: tasks 1..4 are shards 1, 2, 3, 0 (each once), and
+  // rerunning task 4 reruns shard 0.
+  std::set<int> seen;
+  for (int id = 1; id <= 4; ++id) {
+    REQUIRE(ParseShard("slurm/4", env({{"SLURM_ARRAY_TASK_ID", std::to_string(id)}}), &k, &n)
+                .ok());
+    CHECK(n == 4);
+    seen.insert(k);
+  }
+  CHECK(seen == std::set<int>{0, 1, 2, 3});
+  // Bad N, and no task id.
+  CHECK(ParseShard("slurm/0", env(rerun), &k, &n).code() == "bad_shard");
+  CHECK(ParseShard("slurm/x", env(rerun), &k, &n).code() == "bad_shard");
+  CHECK(ParseShard("slurm/4", env({}), &k, &n).code() == "bad_shard");
+  CHECK(ParseShard("slurm", env({{"SLURM_ARRAY_TASK_ID", "1"}, {"KVSIM_SHARDS", "two"}}), &k,
+                   &n)
+            .code() == "bad_shard");
+}
+
 TEST_CASE("sweep: merge is strict about foreign shards and missing points") {
   const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test_strict_merge";
   fs::remove_all(dir);

@@ -48,6 +48,33 @@ TEST_CASE("one line per series value, x sorted, duplicate points averaged") {
   CHECK(cat.x_labels.front() == "a");
 }
 
+TEST_CASE("replicates draw their interval; an overloaded point is flagged") {
+  constexpr const char* kReps =
+      "point,cache.attn_pack_size,status,seeds,ttft_mean_ms,ttft_mean_ms.ci95,overloaded\n"
+      "0,1,ok,10,364.6,170.5,0.3\n"
+      "1,4,ok,10,71.3,20.0,0\n";
+  auto t = ParseSweepCsv(kReps, "r.csv");
+  REQUIRE(t.ok());
+  // The interval column is a number about ttft_mean_ms, not a swept key.
+  CHECK(t->KeyColumns() == std::vector<int>{1});
+  const ChartData d = BuildChart(t.value(), 1, -1, t->Find("ttft_mean_ms"));
+  REQUIRE(d.series.size() == 1);
+  REQUIRE(d.series[0].points.size() == 2);
+  CHECK(d.series[0].points[0].ci == 170.5);
+  CHECK(d.series[0].points[0].overloaded);  // 3 of 10 seeds
+  CHECK(d.series[0].points[1].ci == 20.0);
+  CHECK_FALSE(d.series[0].points[1].overloaded);
+  // Rows averaged into one point have no interval of their own.
+  constexpr const char* kTwo =
+      "point,cache.block_size,seed,x,x.ci95\n0,16,1,1.0,0.5\n1,16,2,3.0,0.5\n";
+  auto two = ParseSweepCsv(kTwo, "two.csv");
+  REQUIRE(two.ok());
+  const ChartData avg = BuildChart(two.value(), 1, -1, two->Find("x"));
+  REQUIRE(avg.series.at(0).points.size() == 1);
+  CHECK(avg.series[0].points[0].y == 2.0);
+  CHECK(avg.series[0].points[0].ci == 0);
+}
+
 TEST_CASE("byte-size keys order lines and categories by size, not as text") {
   auto t = ParseSweepCsv(
       "point,cache.block_size,cache.kv_memory_bytes,prefix_hit_rate\n"

@@ -337,9 +337,9 @@ void BlockPoolPanel::DrawPlots(float width, float height) {
     const double x = static_cast<double>(i);
     per.points.push_back(
         {x, s.prompt_tokens ? static_cast<double>(s.hit_tokens) / s.prompt_tokens : 0, 1});
-    cum.points.push_back({x, s.cumulative_hit_rate, 1});
-    usage.points.push_back({x, s.usage, 1});
-    cached.points.push_back({x, static_cast<double>(s.cached_blocks) / nb, 1});
+    cum.points.push_back({x, s.cumulative_hit_rate, 1, 0, false});
+    usage.points.push_back({x, s.usage, 1, 0, false});
+    cached.points.push_back({x, static_cast<double>(s.cached_blocks) / nb, 1, 0, false});
   }
   hit.series = {per, cum};
   occ.series = {usage, cached};
@@ -398,7 +398,7 @@ Series StepSeries(const std::string& label, const StepLog& log, int64_t max_poin
   const int64_t n = static_cast<int64_t>(log.steps.size());
   const int64_t every = std::max<int64_t>(1, (n + max_points - 1) / max_points);
   for (int64_t i = 0; i < n; i += every) {
-    s.points.push_back({static_cast<double>(log.steps[static_cast<size_t>(i)].step), y(i), 1});
+    s.points.push_back({static_cast<double>(log.steps[static_cast<size_t>(i)].step), y(i), 1, 0, false});
   }
   return s;
 }

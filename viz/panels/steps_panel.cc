@@ -449,9 +449,9 @@ void StepsPanel::DrawLines(float width, float height) {
   for (int64_t i = first; i < first + shown; ++i) {
     const StepRecord& s = log.steps[static_cast<size_t>(i)];
     const double x = static_cast<double>(s.step);
-    free.points.push_back({x, static_cast<double>(s.num_free_blocks), 1});
-    if (s.running >= 0) running.points.push_back({x, static_cast<double>(s.running), 1});
-    if (s.waiting >= 0) waiting.points.push_back({x, static_cast<double>(s.waiting), 1});
+    free.points.push_back({x, static_cast<double>(s.num_free_blocks), 1, 0, false});
+    if (s.running >= 0) running.points.push_back({x, static_cast<double>(s.running), 1, 0, false});
+    if (s.waiting >= 0) waiting.points.push_back({x, static_cast<double>(s.waiting), 1, 0, false});
   }
   data.series.push_back(std::move(free));
   if (!running.points.empty()) data.series.push_back(std::move(running));
