@@ -536,7 +536,8 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
         // flushes every copy, and latest plans the finished requests' last stores), then drains
         // its batch queue — async: the outputs of the step still in flight, then this
         // decision's — and only then waits for the next request. So a later arrival's decision
-        // never precedes the pending step's outputs (docs/step-log.md, "Idle gaps").
+        // never precedes the pending step's outputs (docs/step-log.md, "A finished
+        // request's last stores, empty steps and idle gaps").
         const bool flush = offload && (offload->busy() || !finished_since_decision.empty());
         if (flush) {
           offload->BeginDecision(step);

@@ -346,8 +346,7 @@ TEST_CASE("offload, sliding window: a store is flushed when the window frees its
 //      reports B's store: used 4, ready 4.
 // Nothing here depends on the free-queue order or the store visit order: both profiles agree.
 TEST_CASE("offload: an empty step before an idle gap reports the tier before the next arrival") {
-  const std::vector<StepRequest> reqs{Req("A", Range(1, 8), 2, 0),
-                                      Req("B", Range(101, 8), 1, 6)};
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 8), 2, 0), Req("B", Range(101, 8), 1, 6)};
   const std::string r0 =
       R"({"step": 0, "scheduled": [["A", 8, 0, 0]], "preempted": [], "finished": [], "num_free_blocks": 37, "new": ["A"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 8, "kv_admitted": [["A", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["A", [0, 1]]], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 0})";
   const std::string r1 =
@@ -364,8 +363,8 @@ TEST_CASE("offload: an empty step before an idle gap reports the tier before the
       StepClockConfig cfg = Config(4, 40, 16, sem, XferTiming::kInstant);
       cfg.sched.async_scheduling = async;
       const Run run = Drive(reqs, cfg);
-      const std::vector<std::string> want =
-          async ? std::vector<std::string>{r0, r1, r2, r6, r7} : std::vector<std::string>{r0, r1, r6};
+      const std::vector<std::string> want = async ? std::vector<std::string>{r0, r1, r2, r6, r7}
+                                                  : std::vector<std::string>{r0, r1, r6};
       CHECK(run.lines == want);
     }
 }
