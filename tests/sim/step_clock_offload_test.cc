@@ -148,6 +148,55 @@ TEST_CASE("offload: a lookup meeting a store in flight defers; a full CPU hit re
   }
 }
 
+TEST_CASE("offload, async: the finished request's store is ready only after the empty step") {
+  // The table above under async scheduling. A finishes in step 0 (its only token); step 1
+  // decides before step 0's output is applied, so A's token is in flight, A keeps its 2 blocks
+  // and its running slot (2 free, running 1), and nothing is scheduled.
+  //   1: D (arrived) hits 4 on the GPU; the CPU scan from block 1 meets A#1 in flight:
+  //      deferred (waiting 1). Then step 0's output: A is freed. Step 1's output reports A's
+  //      store (run in step 1): used 2, ready 2 — not earlier, so record 0 has ready 0.
+  //   2: decided before step 1's output: A#1 is still in flight, D is deferred again, the
+  //      step is empty (A's 2 blocks free again: 4 free, running 0).
+  //   3: D: GPU 4 + CPU 4 = every token; 1 more block (2 free); load of A#1 starts.
+  //   4: the load is reported with step 3's output, applied after this decision: still loading.
+  //   5: D promoted at 8 → 7 (one token recomputed), samples and finishes; no stores (its
+  //      cursor is past the loaded block). 6: D's token in flight: empty, D keeps 2 blocks.
+  // The tier stays at A's 2 blocks throughout: no step stores anything after step 0.
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 8), 1, 0), Req("D", Range(1, 8), 1, 1)};
+  auto rec = [](int step, const std::string& scheduled, const std::string& finished, int free,
+                const std::string& is_new, int running, int waiting, int tokens,
+                const std::string& admitted, const std::string& loading, const std::string& loads,
+                const std::string& stores, int ready) {
+    return "{\"step\": " + std::to_string(step) + ", \"scheduled\": " + scheduled +
+           ", \"preempted\": [], \"finished\": " + finished +
+           ", \"num_free_blocks\": " + std::to_string(free) + ", \"new\": " + is_new +
+           ", \"resumed\": [], \"running\": " + std::to_string(running) +
+           ", \"waiting\": " + std::to_string(waiting) +
+           ", \"num_scheduled_tokens\": " + std::to_string(tokens) +
+           ", \"kv_admitted\": " + admitted + ", \"loading\": " + loading +
+           ", \"cpu_loads\": " + loads + ", \"cpu_stores\": " + stores +
+           ", \"cpu_evicted\": [], \"cpu_blocks_used\": 2" +
+           ", \"cpu_blocks_ready\": " + std::to_string(ready) + "}";
+  };
+  const std::vector<std::string> want{
+      rec(0, R"([["A", 8, 0, 0]])", R"(["A"])", 2, R"(["A"])", 1, 0, 8, R"([["A", 0, 0]])", "[]",
+          "[]", R"([["A", [0, 1]]])", 0),
+      rec(1, "[]", "[]", 2, "[]", 1, 1, 0, "[]", "[]", "[]", "[]", 2),
+      rec(2, "[]", "[]", 4, "[]", 0, 1, 0, "[]", "[]", "[]", "[]", 2),
+      rec(3, "[]", "[]", 2, "[]", 0, 1, 0, R"([["D", 4, 4]])", R"(["D"])", R"([["D", [1]]])", "[]",
+          2),
+      rec(4, "[]", "[]", 2, "[]", 0, 1, 0, "[]", R"(["D"])", "[]", "[]", 2),
+      rec(5, R"([["D", 1, 7, 7]])", R"(["D"])", 2, R"(["D"])", 1, 0, 1, "[]", "[]", "[]", "[]", 2),
+      rec(6, "[]", "[]", 2, "[]", 1, 0, 0, "[]", "[]", "[]", "[]", 2),
+  };
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    INFO("latest " << (sem == VllmSemantics::kLatest));
+    StepClockConfig cfg = Config(4, 5, 8, sem, XferTiming::kInstant);
+    cfg.sched.async_scheduling = true;
+    CHECK(Drive(reqs, cfg).lines == want);
+  }
+}
+
 TEST_CASE("offload, LRU: classic orders blocks at insert and touch, latest when they are ready") {
   // CPU tier of 2 blocks, a large GPU pool. A (5 tokens) stores A#0 in step 0, B stores B#0 in
   // step 1. Step 2: C (A's prompt) hits 4 on the GPU, so its CPU lookup gains nothing, but it
@@ -157,9 +206,8 @@ TEST_CASE("offload, LRU: classic orders blocks at insert and touch, latest when 
   //   latest:  only ready blocks are ordered, from when they became ready: A#0 (ready after
   //            step 1's output) is touched by C; B#0 (ready after step 2's output) then enters
   //            behind it → [A#0, B#0]: A#0 goes.
-  const std::vector<StepRequest> reqs{
-      Req("A", Range(1, 5), 1, 0), Req("B", Range(101, 5), 1, 1), Req("C", Range(1, 5), 1, 2),
-      Req("D", Range(201, 5), 1, 3)};
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 5), 1, 0), Req("B", Range(101, 5), 1, 1),
+                                      Req("C", Range(1, 5), 1, 2), Req("D", Range(201, 5), 1, 3)};
   for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
     const Run run = Drive(reqs, Config(4, 40, 2, sem, XferTiming::kInstant));
     REQUIRE(run.lines.size() == 4);
