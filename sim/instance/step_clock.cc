@@ -527,17 +527,32 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
 
   while (true) {
     if (unfinished == 0) {
-      if (next == n) break;
-      const int64_t arrival = requests[static_cast<size_t>(order[next])].arrival_step;
-      if (offload && arrival > step && (offload->busy() || !finished_since_decision.empty())) {
-        // vLLM's engine makes one more decision for the requests that just finished; with
-        // nothing tracked left unfinished the connector flushes every copy. No record.
-        offload->BeginDecision(step);
-        inst.Decide(plan);
-        offload_decision(plan, nullptr);
-        offload->ApplyOutput(step);
+      const bool more = next < n;
+      const int64_t arrival = more ? requests[static_cast<size_t>(order[next])].arrival_step : step;
+      if (!more || arrival > step) {
+        // The engine runs out of requests before the next arrival (or for good). vLLM's engine
+        // first makes one more decision for the requests that just finished (they are still in
+        // finished_req_ids; no record; with nothing tracked left unfinished the connector
+        // flushes every copy, and latest plans the finished requests' last stores), then drains
+        // its batch queue — async: the outputs of the step still in flight, then this
+        // decision's — and only then waits for the next request. So a later arrival's decision
+        // never precedes the pending step's outputs (docs/step-log.md, "A finished
+        // request's last stores, empty steps and idle gaps").
+        const bool flush = offload && (offload->busy() || !finished_since_decision.empty());
+        if (flush) {
+          offload->BeginDecision(step);
+          inst.Decide(plan);
+          offload_decision(plan, nullptr);
+        }
+        if (async && have_pending) {
+          apply(pending->record, pending->plan);
+          emit(pending->record);
+          have_pending = false;
+        }
+        if (flush) offload->ApplyOutput(step);
+        if (!more) break;
+        step = arrival;
       }
-      step = std::max(step, arrival);
     }
     while (next < n && requests[static_cast<size_t>(order[next])].arrival_step <= step) {
       const auto i = static_cast<size_t>(order[next]);

@@ -13,8 +13,11 @@
 //
 // With a CPU offloading tier (step-log.md §8, sim/instance/offload_driver.h) each decision
 // also plans the tier's stores; loads and stores are reported finished with the outputs of a
-// later step (--xfer-timing). When nothing is unfinished but copies are still in flight, the
-// clock makes vLLM's "flush" decision (no record) before it jumps to the next arrival.
+// later step (--xfer-timing). When nothing is unfinished but requests finished since the last
+// decision (or copies are still in flight), the clock makes vLLM's "flush" decision (no
+// record) before it idles; async, the outputs of the step still in flight are applied after
+// that decision and before the next arrival is decided (docs/step-log.md, "A finished
+// request's last stores, empty steps and idle gaps").
 #pragma once
 
 #include <cstdint>

@@ -148,6 +148,55 @@ TEST_CASE("offload: a lookup meeting a store in flight defers; a full CPU hit re
   }
 }
 
+TEST_CASE("offload, async: the finished request's store is ready only after the empty step") {
+  // The table above under async scheduling. A finishes in step 0 (its only token); step 1
+  // decides before step 0's output is applied, so A's token is in flight, A keeps its 2 blocks
+  // and its running slot (2 free, running 1), and nothing is scheduled.
+  //   1: D (arrived) hits 4 on the GPU; the CPU scan from block 1 meets A#1 in flight:
+  //      deferred (waiting 1). Then step 0's output: A is freed. Step 1's output reports A's
+  //      store (run in step 1): used 2, ready 2 — not earlier, so record 0 has ready 0.
+  //   2: decided before step 1's output: A#1 is still in flight, D is deferred again, the
+  //      step is empty (A's 2 blocks free again: 4 free, running 0).
+  //   3: D: GPU 4 + CPU 4 = every token; 1 more block (2 free); load of A#1 starts.
+  //   4: the load is reported with step 3's output, applied after this decision: still loading.
+  //   5: D promoted at 8 → 7 (one token recomputed), samples and finishes; no stores (its
+  //      cursor is past the loaded block). 6: D's token in flight: empty, D keeps 2 blocks.
+  // The tier stays at A's 2 blocks throughout: no step stores anything after step 0.
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 8), 1, 0), Req("D", Range(1, 8), 1, 1)};
+  auto rec = [](int step, const std::string& scheduled, const std::string& finished, int free,
+                const std::string& is_new, int running, int waiting, int tokens,
+                const std::string& admitted, const std::string& loading, const std::string& loads,
+                const std::string& stores, int ready) {
+    return "{\"step\": " + std::to_string(step) + ", \"scheduled\": " + scheduled +
+           ", \"preempted\": [], \"finished\": " + finished +
+           ", \"num_free_blocks\": " + std::to_string(free) + ", \"new\": " + is_new +
+           ", \"resumed\": [], \"running\": " + std::to_string(running) +
+           ", \"waiting\": " + std::to_string(waiting) +
+           ", \"num_scheduled_tokens\": " + std::to_string(tokens) +
+           ", \"kv_admitted\": " + admitted + ", \"loading\": " + loading +
+           ", \"cpu_loads\": " + loads + ", \"cpu_stores\": " + stores +
+           ", \"cpu_evicted\": [], \"cpu_blocks_used\": 2" +
+           ", \"cpu_blocks_ready\": " + std::to_string(ready) + "}";
+  };
+  const std::vector<std::string> want{
+      rec(0, R"([["A", 8, 0, 0]])", R"(["A"])", 2, R"(["A"])", 1, 0, 8, R"([["A", 0, 0]])", "[]",
+          "[]", R"([["A", [0, 1]]])", 0),
+      rec(1, "[]", "[]", 2, "[]", 1, 1, 0, "[]", "[]", "[]", "[]", 2),
+      rec(2, "[]", "[]", 4, "[]", 0, 1, 0, "[]", "[]", "[]", "[]", 2),
+      rec(3, "[]", "[]", 2, "[]", 0, 1, 0, R"([["D", 4, 4]])", R"(["D"])", R"([["D", [1]]])", "[]",
+          2),
+      rec(4, "[]", "[]", 2, "[]", 0, 1, 0, "[]", R"(["D"])", "[]", "[]", 2),
+      rec(5, R"([["D", 1, 7, 7]])", R"(["D"])", 2, R"(["D"])", 1, 0, 1, "[]", "[]", "[]", "[]", 2),
+      rec(6, "[]", "[]", 2, "[]", 1, 0, 0, "[]", "[]", "[]", "[]", 2),
+  };
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
+    INFO("latest " << (sem == VllmSemantics::kLatest));
+    StepClockConfig cfg = Config(4, 5, 8, sem, XferTiming::kInstant);
+    cfg.sched.async_scheduling = true;
+    CHECK(Drive(reqs, cfg).lines == want);
+  }
+}
+
 TEST_CASE("offload, LRU: classic orders blocks at insert and touch, latest when they are ready") {
   // CPU tier of 2 blocks, a large GPU pool. A (5 tokens) stores A#0 in step 0, B stores B#0 in
   // step 1. Step 2: C (A's prompt) hits 4 on the GPU, so its CPU lookup gains nothing, but it
@@ -157,9 +206,8 @@ TEST_CASE("offload, LRU: classic orders blocks at insert and touch, latest when 
   //   latest:  only ready blocks are ordered, from when they became ready: A#0 (ready after
   //            step 1's output) is touched by C; B#0 (ready after step 2's output) then enters
   //            behind it → [A#0, B#0]: A#0 goes.
-  const std::vector<StepRequest> reqs{
-      Req("A", Range(1, 5), 1, 0), Req("B", Range(101, 5), 1, 1), Req("C", Range(1, 5), 1, 2),
-      Req("D", Range(201, 5), 1, 3)};
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 5), 1, 0), Req("B", Range(101, 5), 1, 1),
+                                      Req("C", Range(1, 5), 1, 2), Req("D", Range(201, 5), 1, 3)};
   for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest}) {
     const Run run = Drive(reqs, Config(4, 40, 2, sem, XferTiming::kInstant));
     REQUIRE(run.lines.size() == 4);
@@ -323,6 +371,88 @@ TEST_CASE("offload, sliding window: a store is flushed when the window frees its
     CHECK(run.lines[1].find(R"("cpu_blocks_used": 5, "cpu_blocks_ready": 0)") != std::string::npos);
     CHECK(run.lines[2].find(R"("cpu_blocks_used": 5, "cpu_blocks_ready": 4)") != std::string::npos);
   }
+}
+
+// Idle gaps (docs/step-log.md "Idle gaps and the last step"). A (8 tokens, 2 outputs) finishes
+// in step 1; B (8 tokens, 1 output) arrives at step 6. Block 4 = offloaded block, 39 usable GPU
+// blocks, a CPU tier of 16, instant copies. Worked by hand from step-log §2/§8 and
+// kv-offload.md §3:
+//   0: A prefills 8 (2 GPU blocks, 39 − 2 = 37 free), stores A#0, A#1 (in flight: used 2,
+//      ready 0; the copy runs in step 1 and is reported with its output).
+//   1: A decodes at 8 (3 blocks, 36 free) and samples its 2nd token: finished. Nothing new to
+//      store (sync: 9 tokens, 2 full blocks, both stored; async: 8 known without the token in
+//      flight). After the output: used 2, ready 2.
+//   async 2: A's last token is in flight, so nothing is scheduled; A still holds its 3 blocks
+//      and its running slot (36 free, running 1). Then nothing is unfinished and B is 4 steps
+//      away: vLLM makes its flush decision (finished_req_ids = {A}, no record), applies step
+//      2's outputs and only then waits for B. Step 2's tier is therefore 2 / 2 — B's store,
+//      planned at step 6, must not be in it.
+//   6: B prefills 8: A's 3 blocks are free again, B takes 2 (37 free) and stores B#0, B#1
+//      (used 4, ready 2: reported with step 7's output). Sync ends here.
+//   async 7: B's last token in flight: nothing scheduled (37 free, running 1). The trace is
+//      done: the flush decision (no stores: B's prompt is stored), then step 7's output, which
+//      reports B's store: used 4, ready 4.
+// Nothing here depends on the free-queue order or the store visit order: both profiles agree.
+TEST_CASE("offload: an empty step before an idle gap reports the tier before the next arrival") {
+  const std::vector<StepRequest> reqs{Req("A", Range(1, 8), 2, 0), Req("B", Range(101, 8), 1, 6)};
+  const std::string r0 =
+      R"({"step": 0, "scheduled": [["A", 8, 0, 0]], "preempted": [], "finished": [], "num_free_blocks": 37, "new": ["A"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 8, "kv_admitted": [["A", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["A", [0, 1]]], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 0})";
+  const std::string r1 =
+      R"({"step": 1, "scheduled": [["A", 1, 8, -1]], "preempted": [], "finished": ["A"], "num_free_blocks": 36, "new": [], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 1, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 2})";
+  const std::string r2 =
+      R"({"step": 2, "scheduled": [], "preempted": [], "finished": [], "num_free_blocks": 36, "new": [], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 0, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 2, "cpu_blocks_ready": 2})";
+  const std::string r6 =
+      R"({"step": 6, "scheduled": [["B", 8, 0, 0]], "preempted": [], "finished": ["B"], "num_free_blocks": 37, "new": ["B"], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 8, "kv_admitted": [["B", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["B", [0, 1]]], "cpu_evicted": [], "cpu_blocks_used": 4, "cpu_blocks_ready": 2})";
+  const std::string r7 =
+      R"({"step": 7, "scheduled": [], "preempted": [], "finished": [], "num_free_blocks": 37, "new": [], "resumed": [], "running": 1, "waiting": 0, "num_scheduled_tokens": 0, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 4, "cpu_blocks_ready": 4})";
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest})
+    for (bool async : {false, true}) {
+      INFO("latest " << (sem == VllmSemantics::kLatest) << " async " << async);
+      StepClockConfig cfg = Config(4, 40, 16, sem, XferTiming::kInstant);
+      cfg.sched.async_scheduling = async;
+      const Run run = Drive(reqs, cfg);
+      const std::vector<std::string> want = async ? std::vector<std::string>{r0, r1, r2, r6, r7}
+                                                  : std::vector<std::string>{r0, r1, r6};
+      CHECK(run.lines == want);
+    }
+}
+
+// The last stores of finished requests (kv-offload.md §3 "Finished requests"). r0 (16 tokens)
+// and r1 (17) run together, 2 outputs each, CPU tier of 7, block 4 = offloaded block, 39
+// usable GPU blocks, instant copies. By hand:
+//   0: r0 stores its 4 blocks (7 slots → 3 free). r1's 4 blocks need 1 eviction, but r0's are
+//      in flight, so the store fails and r1's cursor stays at 0. GPU: 4 + 5 blocks, 30 free.
+//   1: both decode and finish (r0 17 → 5 blocks, r1 18 → 5 blocks: 29 free). r1 retries its
+//      4 blocks: r0's store is reported only with this step's output, so the retry fails too.
+//      After the output r0's blocks are ready: used 4, ready 4.
+//   sync: the run ends (the flush decision after it writes no record).
+//   async 2: both final tokens in flight: nothing scheduled, 29 free, running 2. Then the
+//      flush decision (finished_req_ids = {r0, r1}) comes before step 2's output is applied:
+//      classic visits no finished request, so step 2 shows used 4, ready 4; latest visits r1
+//      once more (its prompt is 17 tokens: blocks 0-3), evicts one of r0's ready blocks and
+//      stores 4: used 7, ready 3. No record lists that store (the flush decision has none).
+TEST_CASE("offload: latest stores a finished request's blocks in the decision after it") {
+  const std::vector<StepRequest> reqs{Req("r0", Range(1, 16), 2, 0),
+                                      Req("r1", Range(1001, 17), 2, 0)};
+  const std::string r0 =
+      R"({"step": 0, "scheduled": [["r0", 16, 0, 0], ["r1", 17, 0, 0]], "preempted": [], "finished": [], "num_free_blocks": 30, "new": ["r0", "r1"], "resumed": [], "running": 2, "waiting": 0, "num_scheduled_tokens": 33, "kv_admitted": [["r0", 0, 0], ["r1", 0, 0]], "loading": [], "cpu_loads": [], "cpu_stores": [["r0", [0, 1, 2, 3]]], "cpu_evicted": [], "cpu_blocks_used": 4, "cpu_blocks_ready": 0})";
+  const std::string r1 =
+      R"({"step": 1, "scheduled": [["r0", 1, 16, -1], ["r1", 1, 17, -1]], "preempted": [], "finished": ["r0", "r1"], "num_free_blocks": 29, "new": [], "resumed": [], "running": 2, "waiting": 0, "num_scheduled_tokens": 2, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], "cpu_blocks_used": 4, "cpu_blocks_ready": 4})";
+  const std::string r2 =
+      R"({"step": 2, "scheduled": [], "preempted": [], "finished": [], "num_free_blocks": 29, "new": [], "resumed": [], "running": 2, "waiting": 0, "num_scheduled_tokens": 0, "kv_admitted": [], "loading": [], "cpu_loads": [], "cpu_stores": [], "cpu_evicted": [], )";
+  for (VllmSemantics sem : {VllmSemantics::kClassic, VllmSemantics::kLatest})
+    for (bool async : {false, true}) {
+      const bool latest = sem == VllmSemantics::kLatest;
+      INFO("latest " << latest << " async " << async);
+      StepClockConfig cfg = Config(4, 40, 7, sem, XferTiming::kInstant);
+      cfg.sched.async_scheduling = async;
+      const Run run = Drive(reqs, cfg);
+      std::vector<std::string> want{r0, r1};
+      if (async)
+        want.push_back(r2 + (latest ? R"("cpu_blocks_used": 7, "cpu_blocks_ready": 3})"
+                                    : R"("cpu_blocks_used": 4, "cpu_blocks_ready": 4})"));
+      CHECK(run.lines == want);
+    }
 }
 
 TEST_CASE("offload: a timed copy takes latency + kernel launches + bytes over the link") {
