@@ -225,12 +225,12 @@ class BoundNotes {
   std::map<std::string, std::string> notes_;
 };
 
-// A fit of more keys than measurements: refused (bad input) unless --force, then a warning.
-// Returns false when refused.
 std::string Plural(size_t n, const std::string& word) {
   return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
 }
 
+// A fit of more keys than measurements: refused (bad input) unless --force, then a warning.
+// Returns false when refused.
 bool CheckDetermined(const CalibrateArgs& a, const std::vector<std::string>& keys,
                      size_t measurements, const std::string& what, const std::string& which) {
   if (keys.size() <= measurements) return true;
@@ -250,68 +250,70 @@ bool CheckDetermined(const CalibrateArgs& a, const std::vector<std::string>& key
   return true;
 }
 
-void RunCalibrate(const CalibrateArgs& a) {
-  if (a.ops.empty() && a.runs.empty() && a.gpu_validate.empty()) {
-    ReportError(Status::Error("missing_input", "calibrate: give --ops, --runs or --gpu-validate"),
-                false);
-    return;
+// The --fit keys (default: every bounded serving key). Unknown keys are listed with the
+// fittable ones; a key named twice would be fitted twice.
+Result<std::vector<std::string>> FitKeys(const std::string& fit) {
+  std::vector<std::string> keys;
+  if (fit.empty()) {
+    for (const FitParameter& p : ServingFitParameters()) keys.push_back(p.key);
+    return keys;
   }
-  // The --fit keys, checked before anything is loaded or simulated.
-  std::vector<std::string> fit_keys;
-  if (!a.fit.empty()) {
-    const std::vector<std::string> known = FittableHardwareKeys();
-    for (const std::string& k : SplitCommas(a.fit)) {
-      if (std::find(known.begin(), known.end(), k) == known.end()) {
-        const std::string near = ClosestMatch(k, known);
-        return (void)ReportError(
-            Status::Error("unknown_key", "--fit: " + k + " is not a fittable hardware key" +
-                                             (near.empty() ? "" : " (did you mean " + near + "?)") +
-                                             "; fittable: " + Join(known)),
-            false);
-      }
-      if (std::find(fit_keys.begin(), fit_keys.end(), k) != fit_keys.end()) {
-        return (void)ReportError(Status::Error("duplicate_key", "--fit: " + k + " named twice"),
-                                 false);
-      }
-      fit_keys.push_back(k);
+  const std::vector<std::string> known = FittableHardwareKeys();
+  for (const std::string& k : SplitCommas(fit)) {
+    if (std::find(known.begin(), known.end(), k) == known.end()) {
+      const std::string near = ClosestMatch(k, known);
+      return Status::Error("unknown_key",
+                           "--fit: " + k + " is not a fittable hardware key" +
+                               (near.empty() ? "" : " (did you mean " + near + "?)") +
+                               "; fittable: " + Join(known));
     }
-    if (fit_keys.empty()) {
-      return (void)ReportError(Status::Error("missing_input", "--fit: no keys given"), false);
+    if (std::find(keys.begin(), keys.end(), k) != keys.end()) {
+      return Status::Error("duplicate_key", "--fit: " + k + " named twice");
     }
-  } else {
-    for (const FitParameter& p : ServingFitParameters()) fit_keys.push_back(p.key);
+    keys.push_back(k);
   }
+  if (keys.empty()) return Status::Error("missing_input", "--fit: no keys given");
+  return keys;
+}
 
-  // The runs first: their presets decide where the fit starts when --hardware is not given.
+// The --runs scenarios, each with a `reference:` summary and a name of its own (measurements
+// are matched to runs by name).
+Result<std::vector<Scenario>> LoadRuns(const std::vector<std::string>& paths) {
   std::vector<Scenario> scenarios;
-  std::vector<std::string> run_presets;
-  for (const std::string& path : a.runs) {
+  for (const std::string& path : paths) {
     std::string source;
     auto tree = LoadRun(path, &source);
-    if (!tree.ok()) return (void)ReportError(tree.status(), false);
+    if (!tree.ok()) return tree.status();
     auto sc = ParseScenario(tree.value(), source);
-    if (!sc.ok()) return (void)ReportError(sc.status(), false);
+    if (!sc.ok()) return sc.status();
     if (sc->sim.reference.summary.empty()) {
-      return (void)ReportError(
-          Status::Error("no_reference", source + ": no `reference:` summary to fit against"),
-          false);
+      return Status::Error("no_reference", source + ": no `reference:` summary to fit against");
     }
     for (size_t i = 0; i < scenarios.size(); ++i) {
       if (scenarios[i].name == sc->name) {
-        return (void)ReportError(
-            Status::Error("duplicate_run", "--runs: " + a.runs[i] + " and " + path +
-                                               " are both named " + sc->name +
-                                               " (a run may be given once)"),
-            false);
+        return Status::Error("duplicate_run", "--runs: " + paths[i] + " and " + path +
+                                                  " are both named " + sc->name +
+                                                  " (a run may be given once)");
       }
     }
-    run_presets.push_back(RunPreset(sc.value()));
     scenarios.push_back(std::move(sc.value()));
   }
-  // Distinct presets of the runs, in order, with their run counts (names compare without case,
-  // as the loader finds presets).
+  return scenarios;
+}
+
+// The preset the fit starts from and whose values the file holds: --hardware; else the runs'
+// own preset; else kDefaultHardware. One fit moves every run's key by one shift from the run's
+// own value, so with runs on several GPUs the fitted value is one GPU's only if every preset
+// starts it at the same value (the serving keys, which every preset shares), or with
+// --from-defaults (every run starts at kvsim's built-in value). Otherwise which GPU the
+// written value belongs to is the user's choice, and no choice is made for them.
+Result<std::string> StartingHardware(const CalibrateArgs& a, const std::vector<Scenario>& runs,
+                                     const std::vector<std::string>& fit_keys) {
+  // Distinct presets of the runs, in order, with their run counts (names compare without
+  // case, as the loader finds presets).
   std::vector<std::pair<std::string, int>> presets;
-  for (const std::string& p : run_presets) {
+  for (const Scenario& sc : runs) {
+    const std::string p = RunPreset(sc);
     auto it = std::find_if(presets.begin(), presets.end(),
                            [&](const auto& e) { return Lower(e.first) == Lower(p); });
     if (it == presets.end()) {
@@ -320,71 +322,84 @@ void RunCalibrate(const CalibrateArgs& a) {
       ++it->second;
     }
   }
-  auto preset_list = [&] {
-    std::vector<std::string> parts;
-    for (const auto& [p, n] : presets)
-      parts.push_back(fmt::format("{} ({} run{})", p, n, n == 1 ? "" : "s"));
-    return Join(parts);
-  };
+  std::vector<std::string> parts;
+  for (const auto& [p, n] : presets) parts.push_back(p + " (" + Plural(n, "run") + ")");
+  const std::string preset_list = Join(parts);
 
-  std::string hardware = a.hardware;
-  if (hardware.empty() && presets.size() == 1) {
-    hardware = presets[0].first;
-    std::cout << "hardware: " << hardware << " (the runs' own preset; --hardware to choose)\n";
-  } else if (hardware.empty() && presets.size() > 1) {
-    // One fit moves every run's key by one shift from the run's own value: the fitted value
-    // is one GPU's only if the GPUs start from the same value (from kvsim's defaults with
-    // --from-defaults; the serving keys, which every preset shares). Otherwise which GPU the
-    // written value belongs to is a choice the user makes.
-    if (!a.ops.empty() || !a.gpu_validate.empty()) {
-      return (void)ReportError(
-          Status::Error("mixed_hardware",
-                        "--runs use several GPUs (" + preset_list() +
-                            ") and --ops / --gpu-validate measure one: give --hardware PRESET"),
-          false);
-    }
-    if (!a.from_defaults && !a.runs.empty()) {
-      for (const std::string& k : fit_keys) {
-        std::vector<std::string> values;
-        bool differ = false;
-        double first = 0;
-        for (size_t i = 0; i < presets.size(); ++i) {
-          auto hw = PresetHardware(presets[i].first);
-          if (!hw.ok()) return (void)ReportError(hw.status(), false);
-          double v = 0;
-          GetHardwareKey(hw.value(), k, &v);
-          if (i == 0) first = v;
-          differ = differ || v != first;
-          values.push_back(fmt::format("{} {:.6g}", presets[i].first, v));
-        }
-        if (differ) {
-          return (void)ReportError(
-              Status::Error(
-                  "mixed_hardware",
-                  "--runs use several GPUs (" + preset_list() + ") whose presets start " + k +
-                      " at different values (" + Join(values) +
-                      "); one fit moves every run's value by the same shift, so the fitted " + k +
-                      " would be no one GPU's. Calibrate each GPU's runs on their own, give "
-                      "--hardware PRESET (the file then holds that preset's value plus the "
-                      "shift), or --from-defaults (one value for every GPU)"),
-              false);
-        }
-      }
-    }
-    hardware = presets[0].first;
-    std::cout << "hardware: runs on " << preset_list() << "; the fitted keys start at the same "
-              << "value on each, written as " << hardware << "'s\n";
-  } else if (hardware.empty()) {
-    hardware = kDefaultHardware;
-  } else {
+  if (!a.hardware.empty()) {
     for (const auto& [p, n] : presets) {
-      if (Lower(p) == Lower(hardware)) continue;
+      if (Lower(p) == Lower(a.hardware)) continue;
       std::cerr << fmt::format(
-          "kvsim: note: --hardware {}: the {} run(s) on {} keep their own values of the fitted "
-          "keys and move by the fitted shift; the file holds {}'s values plus that shift\n",
-          hardware, n, p, hardware);
+          "kvsim: note: --hardware {}: runs on {} ({}) keep their own values of the fitted keys "
+          "and move by the fitted shift; the file holds {}'s values plus that shift\n",
+          a.hardware, p, Plural(n, "run"), a.hardware);
+    }
+    return a.hardware;
+  }
+  if (presets.empty()) return std::string(kDefaultHardware);
+  if (presets.size() == 1) {
+    std::cout << "hardware: " << presets[0].first
+              << " (the runs' own preset; --hardware to choose)\n";
+    return presets[0].first;
+  }
+  if (!a.ops.empty() || !a.gpu_validate.empty()) {
+    return Status::Error("mixed_hardware",
+                         "--runs use several GPUs (" + preset_list +
+                             ") and --ops / --gpu-validate measure one: give --hardware PRESET");
+  }
+  if (a.from_defaults) {
+    std::cout << "hardware: runs on " << preset_list
+              << "; --from-defaults: every run starts the fitted keys at kvsim's built-in "
+                 "values\n";
+    return presets[0].first;
+  }
+  for (const std::string& k : fit_keys) {
+    std::vector<std::string> values;
+    bool differ = false;
+    double first = 0;
+    for (size_t i = 0; i < presets.size(); ++i) {
+      auto hw = PresetHardware(presets[i].first);
+      if (!hw.ok()) return hw.status();
+      double v = 0;
+      GetHardwareKey(hw.value(), k, &v);
+      if (i == 0) first = v;
+      differ = differ || v != first;
+      values.push_back(fmt::format("{} {:.6g}", presets[i].first, v));
+    }
+    if (differ) {
+      return Status::Error(
+          "mixed_hardware",
+          "--runs use several GPUs (" + preset_list + ") whose presets start " + k +
+              " at different values (" + Join(values) +
+              "); one fit moves every run's value by the same shift, so the fitted " + k +
+              " would be no one GPU's. Calibrate each GPU's runs on their own, give "
+              "--hardware PRESET (the file then holds that preset's value plus the shift), or "
+              "--from-defaults (one value for every GPU)");
     }
   }
+  std::cout << "hardware: runs on " << preset_list
+            << "; the fitted keys start at the same value on each, written as " << presets[0].first
+            << "'s\n";
+  return presets[0].first;
+}
+
+void RunCalibrate(const CalibrateArgs& a) {
+  if (a.ops.empty() && a.runs.empty() && a.gpu_validate.empty()) {
+    ReportError(Status::Error("missing_input", "calibrate: give --ops, --runs or --gpu-validate"),
+                false);
+    return;
+  }
+  // The --fit keys, checked before anything is loaded or simulated; then the runs, whose
+  // presets decide where the fit starts when --hardware is not given.
+  auto fit_keys_or = FitKeys(a.fit);
+  if (!fit_keys_or.ok()) return (void)ReportError(fit_keys_or.status(), false);
+  const std::vector<std::string>& fit_keys = fit_keys_or.value();
+  auto runs = LoadRuns(a.runs);
+  if (!runs.ok()) return (void)ReportError(runs.status(), false);
+  std::vector<Scenario>& scenarios = runs.value();
+  auto hardware_or = StartingHardware(a, scenarios, fit_keys);
+  if (!hardware_or.ok()) return (void)ReportError(hardware_or.status(), false);
+  const std::string hardware = hardware_or.value();
 
   auto start = PresetHardware(hardware);
   if (!start.ok()) return (void)ReportError(start.status(), false);

@@ -96,7 +96,7 @@ expect "runs on GPUs whose presets differ on a fitted key are refused" 2 \
   "several GPUs (H100-SXM (1 run), RTX-4090 (1 run))|start mfu at different values|--hardware PRESET|--from-defaults" \
   "$kvsim" calibrate --runs "$work/h100.yaml" "$work/rtx.yaml" --fit mfu --iterations 0
 expect "... accepted with --hardware, with a note" 0 \
-  "note: --hardware H100-SXM: the 1 run(s) on RTX-4090 keep their own values" \
+  "note: --hardware H100-SXM: runs on RTX-4090 (1 run) keep their own values" \
   "$kvsim" calibrate --runs "$work/h100.yaml" "$work/rtx.yaml" --fit mfu --iterations 0 \
   --hardware H100-SXM
 expect "... and for a key every preset shares" 0 "the fitted keys start at the same value on each" \
