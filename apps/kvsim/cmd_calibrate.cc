@@ -482,6 +482,14 @@ void RunCalibrate(const CalibrateArgs& a) {
       }
     }
     PrintErrors("  per-layer time, model vs measured:", fit->errors);
+    std::vector<std::string> models;  // leave-one-out leaves out one model (label before " N=")
+    for (const OperatorSample& s : mine) {
+      const std::string m = s.label.substr(0, s.label.find(" N="));
+      if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+    }
+    if (models.size() == 1) {
+      std::cout << "  (one model: nothing to leave out, so leave-one-out repeats in-sample)\n";
+    }
     fitted.insert(fitted.end(),
                   {{"mbu", hw.mbu}, {"mfu", hw.mfu}, {"layer_overhead_us", hw.layer_overhead_us}});
     provenance.push_back("operator profiles " + a.ops + " (" + gpu + ")");
