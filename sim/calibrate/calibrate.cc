@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -162,6 +164,81 @@ bool SetHardwareKey(HardwareSpec& hw, const std::string& key, double value) {
   return false;
 }
 
+std::vector<std::string> FittableHardwareKeys() {
+  std::vector<std::string> keys;
+  for (const KeyField& kf : kKeyFields) keys.emplace_back(kf.key);
+  return keys;
+}
+
+std::string BoundNote(double value, double lower, double upper) {
+  const bool finite = std::isfinite(lower) && std::isfinite(upper);
+  auto tolerance = [&](double bound) {
+    if (finite) return 1e-3 * (upper - lower);
+    return bound != 0 ? 1e-3 * std::abs(bound) : 1e-9;
+  };
+  if (std::isfinite(upper) && value >= upper - tolerance(upper)) {
+    return fmt::format("at its upper bound {:.6g}: not a fit", upper);
+  }
+  if (std::isfinite(lower) && value <= lower + tolerance(lower)) {
+    return fmt::format("at its lower bound {:.6g}: not a fit", lower);
+  }
+  return "";
+}
+
+size_t IndependentMeasurements(const std::vector<ServingMeasurement>& measurements) {
+  // Per (run, metric): the stages that carry it, and whether the whole run does.
+  std::map<std::pair<std::string, std::string>, std::pair<std::set<std::string>, bool>> seen;
+  for (const ServingMeasurement& m : measurements) {
+    std::string metric = m.metric, stage;
+    if (metric.rfind("stage", 0) == 0) {
+      if (const size_t dot = metric.find('.'); dot != std::string::npos) {
+        stage = metric.substr(0, dot);
+        metric = metric.substr(dot + 1);
+      }
+    }
+    auto& entry = seen[{m.run, metric}];
+    if (stage.empty()) {
+      entry.second = true;
+    } else {
+      entry.first.insert(stage);
+    }
+  }
+  size_t count = 0;
+  for (const auto& [key, entry] : seen) {
+    count += !entry.first.empty() ? entry.first.size() : (entry.second ? 1 : 0);
+  }
+  return count;
+}
+
+std::string FindCalibrationInput(const std::string& path, std::vector<std::string>* tried) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> candidates;
+  if (fs::path(path).is_absolute()) {
+    candidates.push_back(path);
+  } else {
+    candidates.push_back(path);
+    std::vector<fs::path> dirs;
+    if (const char* env = std::getenv("KVSIM_TRACE_DIR"); env && *env) dirs.emplace_back(env);
+    dirs.emplace_back(kSharedDataDir);
+    dirs.emplace_back(fs::path(kSharedDataDir) / "fidelity");
+    const fs::path name = fs::path(path).filename();
+    for (const fs::path& d : dirs) {
+      for (const fs::path& c : {d / path, d / name}) {
+        const std::string s = c.lexically_normal().string();
+        if (std::find(candidates.begin(), candidates.end(), s) == candidates.end()) {
+          candidates.push_back(s);
+        }
+      }
+    }
+  }
+  for (const std::string& c : candidates) {
+    if (tried) tried->push_back(c);
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec)) return c;
+  }
+  return "";
+}
+
 // ---- (a) operator profiles ------------------------------------------------------------
 
 Result<std::vector<OperatorSample>> ParseOperatorProfiles(
@@ -284,8 +361,10 @@ double OperatorSeconds(const HardwareSpec& hw, const OperatorSample& s, double p
 Result<OperatorFit> FitOperatorProfiles(const HardwareSpec& start,
                                         const std::vector<OperatorSample>& samples,
                                         double peak_flops) {
-  if (samples.size() < 3) {
-    return Status::Error("too_few_samples", "an operator fit needs at least 3 samples");
+  // Fewer samples than the three coefficients is the caller's call (kvsim calibrate refuses
+  // it without --force); none is nothing to fit.
+  if (samples.empty()) {
+    return Status::Error("too_few_samples", "an operator fit needs at least one sample");
   }
   const Eigen::Vector3d x0(1.0 / start.mbu, 1.0 / start.mfu, start.layer_overhead_us * 1e-6);
   std::vector<size_t> all(samples.size());
@@ -539,14 +618,20 @@ Result<AttentionFit> FitGpuValidate(const std::string& json_text, const std::str
 }
 
 std::string HardwareFileYaml(const std::string& name, const std::string& provenance,
-                             const std::vector<std::pair<std::string, double>>& values) {
+                             const std::vector<std::pair<std::string, double>>& values,
+                             const std::map<std::string, std::string>& notes) {
   std::string out = "# kvsim hardware coefficients written by `kvsim calibrate`: merge over a preset\n"
                     "# with `hardware: {preset: ..., file: THIS}` (keys: scenarios/hardware/README.md).\n";
   for (const auto& line : {provenance}) {
     if (!line.empty()) out += "# " + line + "\n";
   }
   if (!name.empty()) out += "name: " + name + "\n";
-  for (const auto& [k, v] : values) out += fmt::format("{}: {:.6g}\n", k, v);
+  for (const auto& [k, v] : values) {
+    if (auto it = notes.find(k); it != notes.end() && !it->second.empty()) {
+      out += "# " + k + ": " + it->second + "\n";
+    }
+    out += fmt::format("{}: {:.6g}\n", k, v);
+  }
   return out;
 }
 

@@ -55,6 +55,24 @@ const std::vector<FitParameter>& ServingFitParameters();
 // Reads / writes a HardwareSpec field by its YAML key; false for an unknown key.
 bool GetHardwareKey(const HardwareSpec& hw, const std::string& key, double* value);
 bool SetHardwareKey(HardwareSpec& hw, const std::string& key, double value);
+// Every key GetHardwareKey knows, in a fixed order: what `kvsim calibrate --fit` accepts
+// (a key outside ServingFitParameters() gets the range [0, max(1, 10 × its start)]).
+std::vector<std::string> FittableHardwareKeys();
+
+// A fitted value that ends on a bound was stopped there, not determined by the measurements:
+// they pull it further. Returns "" for a value inside its bounds, else a note such as
+// "at its upper bound 0.9: not a fit". "On" means within 0.1 % of the range [lower, upper]
+// (of |bound| where the other bound is infinite; 1e-9 for an infinite range's bound 0).
+std::string BoundNote(double value, double lower, double upper);
+
+// Where kvsim calibrate finds an input file (--ops, --gpu-validate, and --runs that are
+// neither on disk nor built in): an absolute path as it is; a relative one in the working
+// directory, then in $KVSIM_TRACE_DIR and the shared data folder (kSharedDataDir and its
+// fidelity/ folder), first as given and then by its file name (so the README's
+// ../shared/data/fidelity/vidur_ops.json is found from any clone on this machine).
+// Returns "" when none exists; `tried` (when given) receives every path looked at.
+inline constexpr const char* kSharedDataDir = "/work/shared/data";
+std::string FindCalibrationInput(const std::string& path, std::vector<std::string>* tried);
 
 // (a) Operator profiles.
 struct OperatorSample {
@@ -96,6 +114,12 @@ struct ServingMeasurement {
   std::string metric;  // a ReferenceMetricNames() name
   double measured = 0;
 };
+// The independent measurements a serving fit has: one per run and fitted metric, or, where
+// the run's load stages are fitted ("stageK.metric"), one per stage and metric; the whole
+// run's mean is then a combination of its stages' means and does not count again. A fit of
+// more keys than this is underdetermined (kvsim calibrate refuses it without --force).
+size_t IndependentMeasurements(const std::vector<ServingMeasurement>& measurements);
+
 // Simulates the runs with `hw` and returns one simulated value per measurement, in order.
 using ServingSimulator =
     std::function<Result<std::vector<double>>(const HardwareSpec& hw)>;
@@ -123,8 +147,11 @@ struct AttentionFit {
 Result<AttentionFit> FitGpuValidate(const std::string& json_text, const std::string& path,
                                     double hbm_peak_bytes_per_s);
 
-// The fitted keys as a hardware file (merged over a preset with `hardware.file`).
+// The fitted keys as a hardware file (merged over a preset with `hardware.file`). A key with
+// a note (BoundNote) gets it as a comment line of its own just above it ("# mfu: at its upper
+// bound 0.9: not a fit"), so that readers of `key: value` lines see the bare value.
 std::string HardwareFileYaml(const std::string& name, const std::string& provenance,
-                             const std::vector<std::pair<std::string, double>>& values);
+                             const std::vector<std::pair<std::string, double>>& values,
+                             const std::map<std::string, std::string>& notes = {});
 
 }  // namespace kvsim
