@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A bounded fuzz run of every input parser (tests/fuzz/: scenario YAML, model/hardware
-# presets, token/Mooncake JSONL, Azure CSV, `kvsim schedule` requests). Each target is linked
+# presets, Hugging Face config.json, token/Mooncake JSONL, Azure CSV, `kvsim schedule`
+# requests). Each target is linked
 # with the mutation fuzzer tests/fuzz/mutate_main.cc against a build's libraries — by default
 # the ASan + UBSan build of scripts/sanitize.sh, and then with the same sanitizers — and runs
 # N mutated inputs from its seed corpus. A crash, a sanitizer report or an accepted invalid
@@ -17,7 +18,8 @@ if grep -q "KVSIM_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
 fi
 out=$build/fuzz; mkdir -p "$out"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for t in fuzz_scenario fuzz_preset fuzz_trace_jsonl fuzz_azure_csv fuzz_step_requests; do
+for t in fuzz_scenario fuzz_preset fuzz_trace_jsonl fuzz_azure_csv fuzz_step_requests \
+         fuzz_hf_config; do
   if [ ! -x "$out/$t" ] || [ "$out/$t" -ot "$build/sim/libkvsim_sim.a" ] ||
      [ "$out/$t" -ot "tests/fuzz/$t.cc" ] || [ "$out/$t" -ot tests/fuzz/mutate_main.cc ]; then
     g++ -std=c++20 -O2 -g "${san[@]}" -I. "tests/fuzz/$t.cc" tests/fuzz/mutate_main.cc -o "$out/$t" \

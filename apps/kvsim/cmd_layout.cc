@@ -15,6 +15,7 @@ namespace {
 struct LayoutArgs {
   ScenarioArgs scenario;
   std::string model;
+  std::string hf_config;
   int64_t tp = 0;
   int64_t block_size = 0;
   int64_t pack = 0;
@@ -29,6 +30,10 @@ void RunLayout(const LayoutArgs& a) {
   LoadOptions opts;
   opts.path = a.scenario.scenario;
   if (!a.model.empty()) opts.overrides.push_back("model.preset=" + a.model);
+  if (!a.hf_config.empty()) {
+    // The whole model section is replaced (a scenario's preset and hf_config cannot mix).
+    opts.overrides.push_back("model={hf_config: " + nlohmann::json(a.hf_config).dump() + "}");
+  }
   if (a.tp_flag->count() > 0) opts.overrides.push_back("parallel.tp=" + std::to_string(a.tp));
   if (a.block_flag->count() > 0)
     opts.overrides.push_back("cache.block_size=" + std::to_string(a.block_size));
@@ -68,6 +73,10 @@ void RegisterLayout(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("layout", "print the KV cache plan of a scenario");
   AddScenarioArgs(cmd, &args.scenario);
   cmd->add_option("--model", args.model, "model preset (replaces the scenario's model)");
+  cmd->add_option("--hf-config", args.hf_config,
+                  "a Hugging Face config.json (replaces the scenario's model; the supported "
+                  "architectures are in the README's model section)")
+      ->excludes("--model");
   args.tp_flag = cmd->add_option("--tp", args.tp, "tensor-parallel size (parallel.tp)");
   args.block_flag =
       cmd->add_option("--block-size", args.block_size, "cache.block_size (0 = backend default)");

@@ -11,6 +11,7 @@
 #include "core/vllm_semantics.h"
 #include "sim/embedded_data.h"
 #include "sim/scenario/cluster_sections.h"
+#include "sim/scenario/hf_config.h"
 #include "sim/scenario/offload_section.h"
 #include "sim/scenario/sim_sections.h"
 
@@ -314,6 +315,68 @@ ModelSpec ParseModelBody(ConfigReader& r, bool is_draft) {
   return m;
 }
 
+// `hf_config: F` (with `mtp: true|false`) as the model tree of a preset. F is looked up
+// beside the file that names it, then as given (the working directory, then the embedded
+// scenarios/), so a scenario and its config travel together.
+Result<ConfigNode> LoadHfModelTree(const ConfigNode& section, const std::string& path) {
+  const ConfigNode& hf = *section.Find("hf_config");
+  if (!hf.is_scalar() || hf.scalar.empty()) {
+    return Status::Error("wrong_type",
+                         hf.pos.ToString() + ": " + path + ".hf_config: expected a file name");
+  }
+  bool mtp = false;
+  if (const ConfigNode* m = section.Find("mtp")) {
+    if (!m->is_scalar() || (m->scalar != "true" && m->scalar != "false")) {
+      return Status::Error("wrong_type",
+                           m->pos.ToString() + ": " + path + ".mtp: expected true or false");
+    }
+    mtp = m->scalar == "true";
+  }
+  // A file on disk must be a regular file of bounded size (not a FIFO or /dev/zero, which
+  // would hang or eat memory); otherwise the embedded copies of scenarios/ are tried.
+  auto read = [&](const std::string& p) -> Result<std::optional<LoadedText>> {
+    std::error_code ec;
+    if (fs::exists(p, ec)) {
+      if (!fs::is_regular_file(p, ec)) {
+        return Status::Error("bad_value", hf.pos.ToString() + ": " + path + ".hf_config: " + p +
+                                              " is not a regular file");
+      }
+      if (fs::file_size(p, ec) > kMaxHfConfigBytes) {
+        return Status::Error("bad_value", hf.pos.ToString() + ": " + path + ".hf_config: " + p +
+                                              " is larger than a config.json can be (" +
+                                              std::to_string(kMaxHfConfigBytes) + " bytes)");
+      }
+    }
+    return ReadFile(p);
+  };
+  std::string own_file = hf.pos.file;
+  const bool embedded = own_file.rfind(kBuiltIn, 0) == 0;
+  if (embedded) own_file = own_file.substr(std::string(kBuiltIn).size());
+  std::optional<LoadedText> text;
+  if (hf.pos.file.rfind("--set", 0) != 0 && fs::path(hf.scalar).is_relative()) {
+    const std::string beside =
+        (fs::path(own_file).parent_path() / hf.scalar).lexically_normal().string();
+    auto r = embedded ? Result<std::optional<LoadedText>>(ReadFile(kBuiltIn + beside))
+                      : read(beside);
+    if (!r.ok()) return r.status();
+    text = std::move(r.value());
+  }
+  if (!text) {
+    auto r = read(hf.scalar);
+    if (!r.ok()) return r.status();
+    text = std::move(r.value());
+  }
+  if (!text) {
+    return Status::Error("missing_file", hf.pos.ToString() + ": " + path +
+                                             ".hf_config: cannot read " + hf.scalar);
+  }
+  HfConfigOptions o;
+  o.mtp_draft = mtp;
+  const fs::path dir = fs::path(text->name).parent_path().filename();
+  o.default_name = dir.empty() ? "hf model" : dir.string();
+  return HfConfigToModelTree(text->text, text->name, o);
+}
+
 struct ParsedModel {
   ModelSpec model;
   std::optional<ModelSpec> draft;
@@ -328,6 +391,10 @@ std::optional<ParsedModel> ParseModelSection(ConfigReader& parent, const std::st
     ConfigReader doc(nullptr, parent.path().empty() ? key : parent.path() + "." + key,
                      parent.errors(), parent.docs());
     doc.String("preset", "", "model preset name (scenarios/models/<preset>.yaml)");
+    doc.String("hf_config", "",
+               "a Hugging Face config.json to build the model from (relative to this file); "
+               "keys beside it override what it gives");
+    doc.Bool("mtp", false, "with hf_config: the config's MTP layers become model.draft");
     ParsedModel out;
     out.model = ParseModelBody(doc, is_draft);
     if (!is_draft) ParseModelSection(doc, "draft", true, "draft model, same keys as model");
@@ -341,7 +408,22 @@ std::optional<ParsedModel> ParseModelSection(ConfigReader& parent, const std::st
     return std::nullopt;
   }
   merged = *node;
-  if (const ConfigNode* preset = node->Find("preset")) {
+  if (node->Find("hf_config") && node->Find("preset")) {
+    parent.Error(key, "bad_value", "give `preset` or `hf_config`, not both");
+    return std::nullopt;
+  }
+  if (node->Find("hf_config")) {
+    auto base = LoadHfModelTree(*node, parent.path().empty() ? key : parent.path() + "." + key);
+    if (!base.ok()) {
+      parent.errors()->list.push_back({base.status().code(), base.status().message()});
+      return std::nullopt;
+    }
+    ConfigNode own = *node;
+    own.Erase("hf_config");
+    own.Erase("mtp");
+    merged = std::move(base.value());
+    merged.MergeFrom(own);
+  } else if (const ConfigNode* preset = node->Find("preset")) {
     if (!preset->is_scalar()) {
       parent.Error(key, "wrong_type", "preset: expected a preset name");
       return std::nullopt;

@@ -144,6 +144,22 @@ bad "pack on a dense model" "cache.attn_pack_size|hybrid" \
 check "unknown flag" 2 "$kvsim" layout --bogus
 check "no subcommand" 2 "$kvsim"
 
+# --- models from a Hugging Face config.json --------------------------------------------------
+# The config's plan is the preset's: Qwen3-Next at TP 4 packs to the same 272-token block.
+json_ok "--hf-config Qwen3-Next TP4 → 272" "assert j['attn_block_size'] == 272" \
+  "$kvsim" layout --json --hf-config "$root/scenarios/models/hf/qwen3-next-80b-a3b/config.json" --tp 4
+check "--hf-config from the embedded scenarios/" 0 \
+  "$kvsim" layout --hf-config scenarios/models/hf/deepseek-v3/config.json
+printf '{"architectures": ["FooForCausalLM"]}' > "$tmp/foo.json"
+bad "--hf-config unknown architecture" "foo.json|FooForCausalLM|LlamaForCausalLM" \
+  "$kvsim" layout --hf-config "$tmp/foo.json"
+printf '{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}' > "$tmp/part.json"
+bad "--hf-config missing key" "part.json: num_attention_heads: missing" \
+  "$kvsim" layout --hf-config "$tmp/part.json"
+printf 'model: {hf_config: missing.json}\n' > "$tmp/hfmissing.yaml"
+bad "hf_config missing file" "hfmissing.yaml:1|model.hf_config|missing.json" \
+  "$kvsim" layout "$tmp/hfmissing.yaml"
+
 # --- --json errors: one object {error, message} on stdout, exit 2 ---------------------------
 for args in "--set cache.block_size=abc" "$tmp/typo.yaml" "$tmp/gdn.yaml" "--model lama-3.1-8b" \
             "$tmp/nonexistent.yaml"; do
