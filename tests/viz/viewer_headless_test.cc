@@ -310,7 +310,7 @@ ViewerOptions TwoTier() {
   return o;
 }
 
-TEST_CASE("--step past the simulation's last step is an error naming the range") {
+TEST_CASE("a step past the simulation's last step (--step) is an error naming the range") {
   auto first = Viewer::Create(TwoTier());
   REQUIRE(first.ok());
   const auto& steps = first.value()->context().sim->log().steps;
