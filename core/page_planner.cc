@@ -716,6 +716,22 @@ Status LayOutCrossLayerSlab(const PlannerConfig& config, const PlanDraft& d, KvC
 Status SizePool(const PlannerConfig& config, KvCachePlan& plan) {
   plan.num_blocks = config.num_gpu_blocks > 0 ? config.num_gpu_blocks
                                               : config.kv_memory_bytes / plan.block_bytes;
+  // A budget that holds two default-sized blocks but not two of the user's: the block size
+  // is what to change, so blame it and say how large it may be.
+  if (plan.num_blocks < 2 && config.num_gpu_blocks == 0 && config.block_size > 0 &&
+      plan.attn_block_size > 0) {
+    const int64_t per_token = std::max<int64_t>(1, plan.block_bytes / plan.attn_block_size);
+    const int64_t largest = config.kv_memory_bytes / 2 / per_token;
+    if (largest >= kDefaultBlockSize) {
+      return InvalidConfig(
+          "cache.block_size",
+          std::to_string(config.block_size) + " tokens make a " + Bytes(plan.block_bytes) +
+              " block, and cache.kv_memory_bytes " + Bytes(config.kv_memory_bytes) +
+              " holds fewer than 2 of them (one is the null block); this budget allows a block "
+              "of about " +
+              std::to_string(largest) + " tokens at most");
+    }
+  }
   if (plan.num_blocks < 2) {
     return Status::Error(
         "kv_memory_too_small",
@@ -748,14 +764,28 @@ Status CheckKernelBlocks(const PlannerConfig& config, KvCachePlan& plan) {
     if (!l.spec.is_attention()) continue;
     const int64_t k = SelectKernelBlockSize(l.spec.block_size, config.backend);
     if (k == 0) {
+      // The block may be the planner's, raised from the user's: say how it was derived.
+      std::string derived;
+      if (config.block_size > 0 && l.spec.block_size != config.block_size &&
+          l.spec.block_size % config.block_size == 0) {
+        derived = " (derived from cache.block_size " + std::to_string(config.block_size) +
+                  ": " +
+                  (plan.mamba_real_page_bytes > 0
+                       ? "a hybrid model raises the attention block to a multiple of it whose "
+                         "page covers the Mamba state of " +
+                             Bytes(plan.mamba_real_page_bytes) + ", here "
+                       : "page-size unification raised it to ") +
+                  std::to_string(l.spec.block_size / config.block_size) + " × " +
+                  std::to_string(config.block_size) + " tokens)";
+      }
       return InvalidConfig(
           "cache.block_size",
-          "block size " + std::to_string(l.spec.block_size) + " of layer " + l.name +
+          "block size " + std::to_string(l.spec.block_size) + " of layer " + l.name + derived +
               " is not supported by " + std::string(AttentionBackendName(config.backend)) +
               " kernels (" +
               (config.backend == AttentionBackend::kFlashInfer ? "needs a multiple of 16"
                                                                : "multiple of 16") +
-              ")");
+              ")" + (derived.empty() ? "" : "; give a cache.block_size that is a multiple of 16"));
     }
     if (k != l.spec.block_size && l.spec.page_size_padded > 0) {
       return InvalidConfig("cache.block_size",

@@ -9,7 +9,8 @@
 //   kvsim-viz SCENARIO --screenshot OUT.png [--panel NAME] [--size WxH]   (headless: xvfb-run)
 //   kvsim-viz SCENARIO --frames N [--panel NAME]    (timed run: prints frames per second)
 //
-// Exit codes: 0 ok, 2 bad input (scenario, panel, size), 1 no display / GL failure.
+// Exit codes: 0 ok, 2 bad input (scenario, panel, size, a --step past the run), 1 no
+// display / GL failure, 4 the --screenshot could not be written (as kvsim's unwritable outputs).
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
@@ -22,13 +23,19 @@
 #include <cfloat>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "viz/png_image.h"
 #include "viz/viewer.h"
 
+// The build's version text, generated with kvsim's (cmake/version.cmake).
+const char* KvsimVersion();
+
 namespace {
+
+constexpr int kExitWriteFailed = 4;  // kvsim's code for an output it could not write
 
 void GlfwError(int code, const char* what) {
   std::fprintf(stderr, "GLFW error %d: %s\n", code, what);
@@ -73,6 +80,7 @@ bool ParsePoint(const std::string& s, float* x, float* y) {
 
 int main(int argc, char** argv) {
   CLI::App app{"kvsim-viz: an interactive view of KV cache plans, pages and sweeps"};
+  app.set_version_flag("--version", std::string("kvsim-viz ") + KvsimVersion());
   std::string scenario, screenshot, panel, size = "1600x900", sweep, trace, mouse, steps;
   std::vector<std::string> sets;
   int frames = 0;
@@ -144,6 +152,18 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // The screenshot's folder is made up front, as `kvsim --trace` makes its parents: a
+  // path that cannot be written fails before the scenario runs, not after.
+  if (!screenshot.empty()) {
+    const std::filesystem::path parent = std::filesystem::path(screenshot).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      std::fprintf(stderr, "kvsim-viz: error: --screenshot %s: cannot create %s: %s\n",
+                   screenshot.c_str(), parent.c_str(), ec.message().c_str());
+      return kExitWriteFailed;
+    }
+  }
   if (sched.requests.empty() && !(sched == kvsim::viz::ScheduleOptions{})) {
     std::fprintf(stderr, "kvsim-viz: the schedule flags need --requests REQUESTS.jsonl\n");
     return 2;
@@ -259,8 +279,8 @@ int main(int argc, char** argv) {
       glFinish();
       kvsim::Status s = kvsim::viz::WritePng(shot_path, ReadBackBuffer(fw, fh));
       if (!s.ok()) {
-        std::fprintf(stderr, "kvsim-viz: %s\n", s.message().c_str());
-        rc = 1;
+        std::fprintf(stderr, "kvsim-viz: error: %s\n", s.message().c_str());
+        rc = shot_path == screenshot ? kExitWriteFailed : 1;
       } else if (shot_path == screenshot) {
         std::printf("wrote %s (%dx%d, panel %s)\n", shot_path.c_str(), fw, fh,
                     viewer.current_panel().id());

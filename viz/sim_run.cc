@@ -11,6 +11,7 @@
 #include "core/kv_cache_manager.h"
 #include "core/offload/offload_config.h"
 #include "sim/engine.h"
+#include "sim/metrics_output.h"
 #include "sim/instance/offload_driver.h"
 
 namespace kvsim::viz {
@@ -531,7 +532,10 @@ Result<std::unique_ptr<SimRun>> RunScenarioSimulation(const Scenario& scenario,
   engine.Run();
   rec.Finish(/*has_summary=*/false);
   if (run->num_steps() == 0) {
-    return Status::Error("empty_run", "the scenario ran no steps (every request rejected?)");
+    // The reason `kvsim run` prints for the same scenario.
+    const std::string why = DescribeRejections(engine);
+    return Status::Error("empty_run", "the scenario ran no steps: " +
+                                          (why.empty() ? std::string("no request arrived") : why));
   }
   return run;
 }

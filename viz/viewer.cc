@@ -36,6 +36,16 @@ Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
   if (!sim.ok()) return sim.status();
   if (sim.value()) {
     v->ctx_.sim = std::move(sim.value());
+    // A step past the last one is an error naming the range, not the last step shown
+    // silently: a screenshot of "--step 5000" must not show step 90 under that name.
+    const auto& steps = v->ctx_.sim->log().steps;
+    if (options.step >= 0 && !steps.empty() && options.step > steps.back().step) {
+      return Status::Error("bad_flags",
+                           "--step " + std::to_string(options.step) +
+                               ": beyond the simulation, whose steps run from " +
+                               std::to_string(steps.front().step) + " to " +
+                               std::to_string(steps.back().step));
+    }
     v->ctx_.sim_index = options.step >= 0 ? v->ctx_.sim->IndexOfStep(options.step) : 0;
   } else if (options.step >= 0) {
     return Status::Error("bad_flags", "--step needs a simulation (--requests or --run)");

@@ -5,6 +5,7 @@
 #include "apps/kvsim/commands.h"
 #include "sim/report/plan_report.h"
 #include "sim/scenario/scenario_loader.h"
+#include "sim/sweep/sweep_spec.h"
 
 namespace kvsim::cli {
 namespace {
@@ -29,19 +30,44 @@ struct LayoutArgs {
 void RunLayout(const LayoutArgs& a) {
   LoadOptions opts;
   opts.path = a.scenario.scenario;
-  if (!a.model.empty()) opts.overrides.push_back("model.preset=" + a.model);
+  // A flag's errors name the flag as typed, not the --set it stands for.
+  auto flag = [&](const std::string& name, const std::string& key, const std::string& value) {
+    opts.overrides.push_back(key + "=" + value);
+    opts.override_labels.push_back(name + " " + value);
+  };
+  if (!a.model.empty()) flag("--model", "model.preset", a.model);
   if (!a.hf_config.empty()) {
     // The whole model section is replaced (a scenario's preset and hf_config cannot mix).
-    opts.overrides.push_back("model={hf_config: " + nlohmann::json(a.hf_config).dump() + "}");
+    flag("--hf-config", "model", "{hf_config: " + nlohmann::json(a.hf_config).dump() + "}");
   }
-  if (a.tp_flag->count() > 0) opts.overrides.push_back("parallel.tp=" + std::to_string(a.tp));
-  if (a.block_flag->count() > 0)
-    opts.overrides.push_back("cache.block_size=" + std::to_string(a.block_size));
-  if (a.pack_flag->count() > 0)
-    opts.overrides.push_back("cache.attn_pack_size=" + std::to_string(a.pack));
-  if (!a.kv_dtype.empty()) opts.overrides.push_back("cache.kv_dtype=" + a.kv_dtype);
+  if (a.tp_flag->count() > 0) flag("--tp", "parallel.tp", std::to_string(a.tp));
+  if (a.block_flag->count() > 0) flag("--block-size", "cache.block_size", std::to_string(a.block_size));
+  if (a.pack_flag->count() > 0) flag("--attn-pack-size", "cache.attn_pack_size", std::to_string(a.pack));
+  if (!a.kv_dtype.empty()) flag("--kv-dtype", "cache.kv_dtype", a.kv_dtype);
   for (const auto& s : a.scenario.sets) opts.overrides.push_back(s);
-  auto sc = LoadScenario(opts);
+  // The sweep block is checked as `kvsim run` checks it before running (its axes, and the
+  // first point's scenario: a misspelt swept key); the plan shown is the base point's.
+  auto tree = LoadScenarioTree(opts);
+  if (!tree.ok()) {
+    ReportError(tree.status(), a.json);
+    return;
+  }
+  for (const std::string& note : FixSweptKeys(tree.value(), opts.overrides)) {
+    std::cerr << "kvsim: note: " << note << "\n";
+  }
+  const std::string source = ScenarioSource(a.scenario);
+  auto points = ExpandSweep(tree.value());
+  if (!points.ok()) {
+    ReportError(points.status(), a.json);
+    return;
+  }
+  if (points->size() > 1) {
+    if (auto first = ParseScenario(points->front().tree, source); !first.ok()) {
+      ReportError(first.status(), a.json);
+      return;
+    }
+  }
+  auto sc = ParseScenario(tree.value(), source);
   if (!sc.ok()) {
     ReportError(sc.status(), a.json);
     return;

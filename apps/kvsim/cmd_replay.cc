@@ -261,12 +261,23 @@ void RunReplay(const ReplayArgs& a) {
       out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
   }
+  // No request fitted even alone: the hit rate would be a number about nothing. Say why on
+  // stderr and exit 1, as `kvsim run` does when every request is rejected.
+  const bool none_served = r.requests > 0 && r.served == 0;
+  if (none_served) {
+    std::cerr << fmt::format(
+        "kvsim: error: replay: none of the {} requests could be served: each needs more blocks "
+        "than the cache's {} usable ({} blocks of {} tokens, block 0 is the null block); give "
+        "more --num-blocks (or --cache-tokens)\n",
+        r.requests, cfg->num_blocks - 1, cfg->num_blocks, sb);
+    ExitCode() = 1;
+  }
   if (a.json) {
     nlohmann::ordered_json j;
     j["requests"] = r.requests;
     j["prompt_tokens"] = r.prompt_tokens;
     j["hit_tokens"] = r.hit_tokens;
-    j["hit_rate"] = r.hit_rate();
+    j["hit_rate"] = none_served ? nlohmann::ordered_json() : nlohmann::ordered_json(r.hit_rate());
     j["blocks_per_s"] = r.blocks_per_s();
     j["blocks_per_cpu_s"] = r.blocks_per_cpu_s();
     j["served"] = r.served;
@@ -307,7 +318,10 @@ void RunReplay(const ReplayArgs& a) {
                                    : std::string(),
         sb, cfg->num_blocks, VllmSemanticsName(cfg->semantics), cfg->groups.size(),
         cfg->groups.size() == 1 ? "" : "s");
-    if (!offload) {
+    if (none_served) {
+      std::cout << fmt::format("  prompt tokens {}  hit rate n/a (no request served)\n",
+                               r.prompt_tokens);
+    } else if (!offload) {
       std::cout << fmt::format("  prompt tokens {}  hit tokens {}  hit rate {:.4f}\n",
                                r.prompt_tokens, r.hit_tokens, r.hit_rate());
     } else {

@@ -54,6 +54,8 @@ void RunSchedule(const ScheduleArgs& a) {
   auto summary = RunStepClock(requests.value(), cfg.value(), sink);
   if (!summary.ok()) {
     if (log && log != stdout) std::fclose(log);
+    // A request that can never be scheduled is bad input (exit 2, naming its line);
+    // running past the step bound is kvsim's failure (exit 1).
     if (summary.status().code() == "stuck") {
       std::cerr << "kvsim: error: schedule: " << summary.status().message() << "\n";
       ExitCode() = 1;
@@ -130,9 +132,9 @@ void RegisterSchedule(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-num-seqs", args->max_num_seqs, "maximum running requests")
       ->capture_default_str();
-  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", args->prefix_caching,
+  AddOnOffFlag(cmd, "enable-prefix-caching", &args->prefix_caching,
                 "prefix caching (default on)");
-  cmd->add_flag("--chunked-prefill,!--no-chunked-prefill", args->chunked_prefill,
+  AddOnOffFlag(cmd, "chunked-prefill", &args->chunked_prefill,
                 "chunked prefill (default on)");
   cmd->add_option("--long-prefill-token-threshold", args->long_prefill_token_threshold,
                   "cap on one request's chunk (0 = off)")
@@ -143,9 +145,9 @@ void RegisterSchedule(CLI::App& app) {
   cmd->add_option("--policy", args->policy, "fcfs or priority (lower priority value first)")
       ->check(CLI::IsMember({"fcfs", "priority"}))
       ->capture_default_str();
-  cmd->add_flag("--async-scheduling,!--no-async-scheduling", args->async_scheduling,
+  AddOnOffFlag(cmd, "async-scheduling", &args->async_scheduling,
                 "decide step k+1 before step k's outputs are applied (default off here)");
-  cmd->add_flag("--reserve-full-isl,!--no-reserve-full-isl", args->reserve_full_isl,
+  AddOnOffFlag(cmd, "reserve-full-isl", &args->reserve_full_isl,
                 "admit a waiting request only if its whole prompt fits (default on)");
   cmd->add_option("--vllm-semantics", args->semantics,
                   "free-queue profile: classic (2026-05) or latest (2026-08-18)")

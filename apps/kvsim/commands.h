@@ -70,6 +70,10 @@ Status WriteProvenance(const std::string& dir, const std::string& command,
                        const std::string& scenario_hash, int64_t points,
                        const RunContext& context = {});
 
+// A boolean flag and its negation, --NAME and --no-NAME, as two help lines. (CLI11's
+// "--x,!--no-x" prints "--x,--no-x{false}", which reads as "default false".)
+void AddOnOffFlag(CLI::App* cmd, const std::string& name, bool* target, const std::string& help);
+
 // SIGINT and SIGTERM call RequestStop (sim/sweep/sweep_runner.h) and say on stderr that the
 // points in flight finish first; a second signal kills at once (the default action).
 void InstallStopHandlers();

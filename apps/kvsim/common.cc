@@ -231,6 +231,13 @@ void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args) {
       ->type_name("KEY=VALUE");
 }
 
+void AddOnOffFlag(CLI::App* cmd, const std::string& name, bool* target, const std::string& help) {
+  CLI::Option* on = cmd->add_flag_callback("--" + name, [target] { *target = true; }, help);
+  CLI::Option* off =
+      cmd->add_flag_callback("--no-" + name, [target] { *target = false; }, "turn --" + name + " off");
+  on->excludes(off);
+}
+
 std::string ScenarioSource(const ScenarioArgs& args) {
   return args.scenario.empty() ? std::string("<built-in>/") + kDefaultScenarioPath
                                : args.scenario;

@@ -68,22 +68,25 @@ ConfigNode ConfigNode::Scalar(std::string value, SourcePos pos) {
   return n;
 }
 
-Status ApplyOverride(ConfigNode& root, const std::string& assignment) {
+Status ApplyOverride(ConfigNode& root, const std::string& assignment,
+                     const std::string& label) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     return Status::Error("bad_override", "--set " + assignment + ": expected key.path=value");
   }
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  auto value = ParseYaml(text.empty() ? "\"\"" : text, "--set " + path);
+  const std::string name = label.empty() ? "--set " + path : label;
+  auto value = ParseYaml(text.empty() ? "\"\"" : text, name);
   if (!value.ok()) {
-    return Status::Error("bad_override", "--set " + assignment + ": the value is not valid YAML (" +
-                                             value.status().message() + ")");
+    return Status::Error("bad_override",
+                         (label.empty() ? "--set " + assignment : label) +
+                             ": the value is not valid YAML (" + value.status().message() + ")");
   }
   ConfigNode* node = &root;
   if (!node->is_map()) node->kind = ConfigNode::Kind::kMap;
   size_t start = 0;
-  const SourcePos pos{"--set " + path, 0};
+  const SourcePos pos{name, 0};
   // Keys of the sweep: section are dotted paths themselves (`cache.block_size: [16, 64]`), so
   // `--set sweep.cache.block_size=[16,64]` sets that one axis.
   if (path.rfind("sweep.", 0) == 0 && path.size() > 6) {

@@ -53,8 +53,11 @@ class ConfigNode {
 Result<ConfigNode> ParseYaml(const std::string& text, const std::string& name);
 Result<ConfigNode> ParseYamlFile(const std::string& path);
 
-// Applies one "a.b.c=value" override (value parsed as YAML) to a tree.
-Status ApplyOverride(ConfigNode& root, const std::string& assignment);
+// Applies one "a.b.c=value" override (value parsed as YAML) to a tree. `label` is what
+// positions and messages call it: the flag the user typed ("--model x" for `kvsim layout
+// --model x`); empty = "--set a.b.c". A label starts with "--".
+Status ApplyOverride(ConfigNode& root, const std::string& assignment,
+                     const std::string& label = "");
 
 // Serializes back to YAML-ish text (for `kvsim sweep` bookkeeping and debugging).
 std::string ToYaml(const ConfigNode& node, int indent = 0);

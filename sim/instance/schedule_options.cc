@@ -84,6 +84,7 @@ Result<StepClockConfig> MakeStepClockConfig(const ScheduleOptions& a, int64_t ma
   auto kv = KvCacheManagerConfigFromHybrid("", a.block_size, a.num_gpu_blocks);
   if (!kv.ok()) return kv.status();
   StepClockConfig c;
+  c.source = a.requests;
   c.kv = std::move(kv.value());
   c.kv.enable_caching = a.prefix_caching;
   c.kv.semantics = a.semantics == "classic" ? VllmSemantics::kClassic : VllmSemantics::kLatest;

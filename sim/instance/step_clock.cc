@@ -301,6 +301,7 @@ Status ParseStepRequestLine(const std::string& text, const std::string& path, in
         !seen.count(r.id)) {
       seen.insert(r.id);
       r.tokens.shrink_to_fit();  // the array grew by doubling; a stream holds millions
+      r.line = line;
       out.push_back(std::move(r));
       return Status::Ok();
     }
@@ -312,7 +313,16 @@ Status ParseStepRequestLine(const std::string& text, const std::string& path, in
   if (full) return LineError(path, line, "", fmt::format("more than {} requests", kMaxRequests));
   StepRequest r;
   auto id = obj.find("id");
-  if (id == obj.end()) return LineError(path, line, "id", "missing (required)");
+  if (id == obj.end()) {
+    // A Mooncake line (`kvsim replay`'s and `kvsim run`'s trace format) has no id or tokens.
+    const bool mooncake = obj.contains("hash_ids") || obj.contains("input_length");
+    return LineError(path, line, "id",
+                     mooncake ? "missing (required); this line looks like a Mooncake trace "
+                                "(hash_ids, input_length), which `kvsim replay` and `kvsim run` "
+                                "read; schedule reads {\"id\", \"tokens\", \"max_tokens\"} "
+                                "per line (docs/step-log.md)"
+                              : "missing (required)");
+  }
   if (id->is_string()) {
     r.id = id->get<std::string>();
   } else if (id->is_number_integer()) {
@@ -339,7 +349,9 @@ Status ParseStepRequestLine(const std::string& text, const std::string& path, in
     if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
         t.get<int64_t>() >= kFirstGeneratedTokenId) {
       return LineError(path, line, fmt::format("tokens[{}]", i),
-                       "expected an integer token id in [0, 1000000)");
+                       "expected an integer token id in [0, 1000000): ids from 1000000 up "
+                       "are the tokens the step clock samples (1000000 + step), so a prompt id "
+                       "there would match generated tokens");
     }
     r.tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
   }
@@ -360,6 +372,7 @@ Status ParseStepRequestLine(const std::string& text, const std::string& path, in
                        "unknown key (known: id, tokens, max_tokens, arrival_step, priority)");
     }
   }
+  r.line = line;
   out.push_back(std::move(r));
   return Status::Ok();
 }
@@ -623,14 +636,18 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
       const SimRequest* head = !st.skipped_waiting.empty() ? st.skipped_waiting.front()
                                : st.waiting.empty()        ? nullptr
                                                            : st.waiting.front();
+      const StepRequest* req = head ? &requests[static_cast<size_t>(head->id.value())] : nullptr;
+      const int64_t block = config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size;
+      const int64_t tokens = head ? head->num_tokens : 0;
       return Status::Error(
-          "stuck",
-          fmt::format("step {}: request '{}' can never be scheduled ({} tokens; {} usable blocks "
-                      "of {} tokens, token budget {})",
-                      step, head ? requests[static_cast<size_t>(head->id.value())].id : "?",
-                      head ? head->num_tokens : 0, config.kv.num_blocks - 1,
-                      config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size,
-                      config.sched.max_num_batched_tokens));
+          "never_scheduled",
+          fmt::format("{}request '{}' can never be scheduled (at step {}: {} tokens need {} "
+                      "blocks of {} tokens; {} usable blocks, token budget {})",
+                      req && req->line > 0 && !config.source.empty()
+                          ? fmt::format("{}:{}: ", config.source, req->line)
+                          : std::string(),
+                      req ? req->id : "?", step, tokens, block > 0 ? (tokens + block - 1) / block : 0,
+                      block, config.kv.num_blocks - 1, config.sched.max_num_batched_tokens));
     }
     ++step;
   }

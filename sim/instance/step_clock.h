@@ -42,6 +42,7 @@ struct StepRequest {
   int64_t max_tokens = 1;       // finishes after exactly this many sampled tokens
   int64_t arrival_step = 0;
   int64_t priority = 0;         // PRIORITY policy only; lower is served first
+  int64_t line = 0;             // its line in REQUESTS.jsonl, for errors (0: not read from one)
 };
 
 inline constexpr TokenId kFirstGeneratedTokenId = 1000000;  // + step that sampled it
@@ -70,6 +71,7 @@ struct StepClockConfig {
   int64_t watermark_blocks = 0;  // [latest] int(watermark · num_gpu_blocks)
   StepPoolObserver observer;  // optional
   int64_t max_steps = int64_t{1} << 31;  // a bound, not a knob: a run past it is an error
+  std::string source;  // REQUESTS.jsonl's path, which errors name with the request's line
 };
 
 // One step's record. Requests are named by their index in `requests` (the caller's order).
@@ -145,8 +147,10 @@ using StepRecordSink = std::function<void(const StepRecord&)>;
 void RecordOffloadDecision(const StepPlan& plan, const SchedulerState& state,
                            OffloadStepRecord& offload, StepRecord& record);
 
-// Runs every request to completion, calling `sink` once per step in step order. Fails (code
-// "stuck") when a waiting request can never be admitted and nothing else can change that.
+// Runs every request to completion, calling `sink` once per step in step order. Fails with
+// code "never_scheduled" (bad input, naming config.source and the request's line) when a
+// waiting request can never be admitted and nothing else can change that, and "stuck" past
+// config.max_steps.
 Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
                                       const StepClockConfig& config, const StepRecordSink& sink);
 

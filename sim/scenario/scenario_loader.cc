@@ -1,6 +1,7 @@
 #include "sim/scenario/scenario_loader.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -381,7 +382,29 @@ struct ParsedModel {
   ModelSpec model;
   std::optional<ModelSpec> draft;
   std::string preset;  // empty when the layers were given inline
+  // The context the model was built for: its preset's max_model_len, or for inline layers
+  // the section's own (0 = unknown); model and cache max_model_len may not exceed it unless
+  // allow_long_context.
+  int64_t native_max_model_len = 0;
+  bool allow_long_context = false;
 };
+
+// model.allow_long_max_model_len, vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN.
+bool ReadAllowLongContext(ConfigReader& r) {
+  return r.Bool("allow_long_max_model_len", false,
+                "accept a max_model_len (model or cache) above the preset's native context, as "
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 does in vLLM");
+}
+
+std::string LongContextMessage(int64_t asked, const std::string& model, int64_t native,
+                               bool preset) {
+  return fmt::format(
+      "{} is above {}'s native context of {} tokens ({}); vLLM "
+      "refuses a longer max_model_len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set (the model "
+      "was not trained that far): lower it, or set model.allow_long_max_model_len: true to "
+      "model that override",
+      asked, model, native, preset ? "its preset's max_model_len" : "model.max_model_len");
+}
 
 // Resolves `preset` (merging the preset underneath the section's own keys) and parses.
 std::optional<ParsedModel> ParseModelSection(ConfigReader& parent, const std::string& key,
@@ -395,6 +418,7 @@ std::optional<ParsedModel> ParseModelSection(ConfigReader& parent, const std::st
                "a Hugging Face config.json to build the model from (relative to this file); "
                "keys beside it override what it gives");
     doc.Bool("mtp", false, "with hf_config: the config's MTP layers become model.draft");
+    if (!is_draft) ReadAllowLongContext(doc);
     ParsedModel out;
     out.model = ParseModelBody(doc, is_draft);
     if (!is_draft) ParseModelSection(doc, "draft", true, "draft model, same keys as model");
@@ -403,6 +427,7 @@ std::optional<ParsedModel> ParseModelSection(ConfigReader& parent, const std::st
   if (!node) return std::nullopt;
   ParsedModel out;
   ConfigNode merged;
+  int64_t native_len = 0;  // the preset's max_model_len (0: no preset, or it records none)
   if (!node->is_map()) {
     parent.Error(key, "wrong_type", "expected a map with `preset` or `layers`");
     return std::nullopt;
@@ -448,6 +473,9 @@ std::optional<ParsedModel> ParseModelSection(ConfigReader& parent, const std::st
       return std::nullopt;
     }
     out.preset = preset->scalar;
+    if (const ConfigNode* len = base.value().Find("max_model_len"); len && len->is_scalar()) {
+      native_len = std::strtoll(len->scalar.c_str(), nullptr, 10);
+    }
     ConfigNode own = *node;
     own.Erase("preset");
     // Inline layers replace the preset's layers (and its repeat) as a whole.
@@ -463,6 +491,16 @@ std::optional<ParsedModel> ParseModelSection(ConfigReader& parent, const std::st
     }
   }
   out.model = ParseModelBody(r, is_draft);
+  if (!is_draft) {
+    out.allow_long_context = ReadAllowLongContext(r);
+    out.native_max_model_len = native_len > 0 ? native_len : out.model.max_model_len;
+    // vLLM derives the context from the model's config and refuses a longer one
+    // (_get_and_verify_max_len) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set.
+    if (native_len > 0 && out.model.max_model_len > native_len && !out.allow_long_context) {
+      r.Error("max_model_len", "bad_value",
+              LongContextMessage(out.model.max_model_len, out.model.name, native_len, true));
+    }
+  }
   if (out.model.layers.empty() && r.errors()->empty()) {
     r.Error("layers", "missing_key", "the model has no layers: give `preset` or `layers`");
   }
@@ -595,7 +633,7 @@ void DeriveKvMemory(ConfigReader& root, Scenario& sc) {
 }
 
 Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& source,
-                                   std::vector<KeyDoc>* docs) {
+                                   std::vector<KeyDoc>* docs, ConfigErrors* errors_out = nullptr) {
   ConfigErrors errors;
   Scenario sc;
   sc.source = source;
@@ -617,13 +655,22 @@ Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& so
     }
   }
   ParseCacheSections(root, sc);
+  if (model && !docs && sc.cache.max_model_len > model->native_max_model_len &&
+      model->native_max_model_len > 0 && !model->allow_long_context) {
+    ConfigReader cache = root.Map("cache", "");
+    cache.Error("max_model_len", "bad_value",
+                LongContextMessage(sc.cache.max_model_len, sc.model.name,
+                                   model->native_max_model_len, !model->preset.empty()));
+  }
   ParseClusterSection(root, tree, sc);
   ParseSimSections(root, sc);
   if (!docs) DeriveKvMemory(root, sc);
   sc.sim.workload.max_model_len =
       sc.cache.max_model_len > 0 ? sc.cache.max_model_len : sc.model.max_model_len;
+  CheckPromptsFitContext(root, sc);
   if (sc.name.empty()) sc.name = fs::path(source).stem().string();
   root.Finish();
+  if (errors_out) *errors_out = errors;
   if (!errors.empty()) return errors.ToStatus();
   if (tree) sc.tree = *tree;
   return sc;
@@ -658,13 +705,68 @@ Result<ModelSpec> LoadModelPreset(const std::string& name) {
   return m->model;
 }
 
+namespace {
+
+// The key paths a `sweep:` block sets (its axes and the keys of its zip groups); empty when
+// there is none or it is malformed (the sweep's own parser reports that).
+std::vector<std::string> SweptKeyPaths(const ConfigNode& tree) {
+  std::vector<std::string> keys;
+  const ConfigNode* sweep = tree.Find("sweep");
+  if (!sweep || !sweep->is_map()) return keys;
+  for (const auto& [key, node] : sweep->map) {
+    if (key != "zip") {
+      keys.push_back(key);
+      continue;
+    }
+    std::vector<const ConfigNode*> groups;
+    if (node.is_map()) groups.push_back(&node);
+    if (node.is_seq()) {
+      for (const ConfigNode& g : node.seq) groups.push_back(&g);
+    }
+    for (const ConfigNode* g : groups) {
+      if (!g->is_map()) continue;
+      for (const auto& [zk, zv] : g->map) keys.push_back(zk);
+    }
+  }
+  return keys;
+}
+
+// Every sweep point overrides a swept key, so the points never parse the value the file
+// gives it underneath (`block_size: -.inf` under a sweep of block_size): check those base
+// values here. Only errors at swept keys count; the points report every other key.
+Status CheckSweptBaseValues(const ConfigNode& tree, const std::string& source) {
+  const std::vector<std::string> swept = SweptKeyPaths(tree);
+  if (swept.empty()) return Status::Ok();
+  ConfigErrors all;
+  (void)ParseScenarioImpl(&tree, source, nullptr, &all);
+  ConfigErrors at_swept;
+  for (const ConfigError& e : all.list) {
+    if (e.code == "missing_key") continue;  // a key the points supply
+    for (const std::string& k : swept) {
+      if (!e.key.empty() && (e.key == k || e.key.rfind(k + ".", 0) == 0)) {
+        ConfigError kept = e;
+        kept.message += " (every sweep point overrides this value, but the file's value must "
+                        "still be valid)";
+        at_swept.list.push_back(std::move(kept));
+        break;
+      }
+    }
+  }
+  return at_swept.empty() ? Status::Ok() : at_swept.ToStatus();
+}
+
+}  // namespace
+
 Result<ConfigNode> LoadScenarioTree(const LoadOptions& options) {
   const std::string path =
       options.path.empty() ? std::string(kBuiltIn) + kDefaultScenarioPath : options.path;
   std::vector<std::string> stack;
   auto tree = LoadWithIncludes(path, 0, stack);
   if (!tree.ok()) return tree.status();
-  for (const auto& o : options.overrides) {
+  for (size_t i = 0; i < options.overrides.size(); ++i) {
+    const std::string& o = options.overrides[i];
+    const std::string label =
+        i < options.override_labels.size() ? options.override_labels[i] : std::string();
     // `--set model.preset=X` replaces an inline model instead of merging into it.
     if (o.rfind("model.preset=", 0) == 0) {
       if (ConfigNode* m = tree.value().Find("model")) {
@@ -674,8 +776,9 @@ Result<ConfigNode> LoadScenarioTree(const LoadOptions& options) {
         m->Erase("compute");
       }
     }
-    if (Status s = ApplyOverride(tree.value(), o); !s.ok()) return s;
+    if (Status s = ApplyOverride(tree.value(), o, label); !s.ok()) return s;
   }
+  if (Status s = CheckSweptBaseValues(tree.value(), path); !s.ok()) return s;
   return tree;
 }
 

@@ -14,6 +14,9 @@ namespace kvsim {
 struct LoadOptions {
   std::string path;                    // empty: the built-in default scenario
   std::vector<std::string> overrides;  // "a.b=value", applied in order after includes
+  // What errors call overrides[i] when a command's own flag made it ("--tp 0"); missing or
+  // empty = "--set a.b".
+  std::vector<std::string> override_labels = {};
 };
 
 // The name of the built-in default scenario file.

@@ -27,7 +27,7 @@ std::string Lower(std::string s) {
 // exists there, else relative to the working directory.
 std::string ResolveRelative(const std::string& path, const SourcePos& pos) {
   if (path.empty() || fs::path(path).is_absolute()) return path;
-  if (!pos.file.empty() && pos.file.rfind(kBuiltIn, 0) != 0 && pos.file.rfind("--set", 0) != 0) {
+  if (!pos.file.empty() && pos.file.rfind(kBuiltIn, 0) != 0 && pos.file.rfind("--", 0) != 0) {
     const fs::path candidate = fs::path(pos.file).parent_path() / path;
     std::error_code ec;
     if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
@@ -35,20 +35,38 @@ std::string ResolveRelative(const std::string& path, const SourcePos& pos) {
   return path;
 }
 
-// `unit` names what the numbers count ("tokens", "turns") in `kvsim list`.
+// `unit` names what the numbers count ("tokens", "turns") in `kvsim list`. Every value is
+// bounded by kMaxSyntheticLength (a trace's bound), and the mean must lie in [min, max]: a
+// mean outside it would clamp every draw to one end without a word.
 LengthDist ParseLength(ConfigReader& parent, const std::string& key, const LengthDist& def,
                        const std::string& help, const std::string& unit = "tokens") {
   LengthDist d = def;
   ConfigReader r = parent.Map(key, help + ": {dist, mean, cv, min, max}");
+  const double most = static_cast<double>(kMaxSyntheticLength);
+  const size_t errors_before = r.errors()->list.size();
   d.dist = r.Choice("dist", def.dist, {"fixed", "uniform", "exponential", "lognormal", "normal"},
                     "distribution; uniform draws from [min, max]");
-  d.mean = r.Double("mean", def.mean, "mean " + unit, 0);
+  d.mean = r.Double("mean", def.mean, "mean " + unit, 0, most);
   d.cv = r.Double("cv", def.cv, "coefficient of variation (lognormal, normal)", 0, 100);
-  d.min = r.Int("min", def.min, "smallest value (draws are clamped)", 0);
-  d.max = r.Int("max", def.max, "largest value (draws are clamped)", 1);
-  if (d.min > d.max) r.Error("min", "bad_value", "min is larger than max");
-  if (d.dist != "uniform" && d.mean <= 0 && !r.describing() && r.present()) {
-    r.Error("mean", "bad_value", "a " + d.dist + " length needs mean > 0");
+  d.min = r.Int("min", def.min, "smallest value (draws below it are raised to it)", 1,
+                kMaxSyntheticLength);
+  d.max = r.Int("max", def.max, "largest value (draws above it are lowered to it)", 1,
+                kMaxSyntheticLength);
+  if (!r.describing() && r.errors()->list.size() == errors_before) {  // each value is valid
+    if (d.min > d.max) {
+      r.Error("min", "bad_value", "min is larger than max");
+    } else if (d.dist != "uniform" && d.mean <= 0 && r.present()) {
+      r.Error("mean", "bad_value", "a " + d.dist + " length needs mean > 0");
+    } else if (d.dist != "uniform" && (d.mean < static_cast<double>(d.min) ||
+                                       d.mean > static_cast<double>(d.max))) {
+      const bool above = d.mean > static_cast<double>(d.max);
+      r.Error("mean", "bad_value",
+              fmt::format("{} {} is {} {} {}: every draw would be clamped to {}; give a mean "
+                          "inside [min, max] = [{}, {}]",
+                          r.Has("mean") ? "mean" : "the default mean", d.mean,
+                          above ? "above" : "below", above ? "max" : "min",
+                          above ? d.max : d.min, above ? d.max : d.min, d.min, d.max));
+    }
   }
   r.Finish();
   return d;
@@ -280,6 +298,38 @@ void ParseHardware(ConfigReader& root, Scenario& sc) {
   r.Finish();
 }
 
+// Keys of another workload kind (typically left behind by `--set workload.kind=trace` on
+// a synthetic scenario): one error naming them all and the kind they belong to, instead of
+// an "unknown key" each for keys that `kvsim list` lists.
+void RefuseUnusedKeys(ConfigReader& r, const std::string& kind) {
+  std::vector<std::string> unused;
+  std::string owner;
+  auto mark = [&](const char* key, const std::string& whose) {
+    if (!r.Has(key)) return;
+    (void)r.Raw(key, "", "");  // known: this error explains it
+    unused.push_back(key);
+    if (owner.empty()) owner = whose;
+  };
+  if (kind == "trace") {
+    for (const char* k : {"arrival", "rate_per_s", "stages", "concurrency", "gamma_cv",
+                          "prompt_tokens", "output_tokens"}) {
+      mark(k, "the synthetic workloads (shared_prefix, multi_turn, agent_tree)");
+    }
+  }
+  if (kind != "multi_turn") mark("multi_turn", "kind multi_turn");
+  if (kind != "agent_tree") mark("agent_tree", "kind agent_tree");
+  if (kind != "trace") mark("trace", "kind trace");
+  if (unused.empty()) return;
+  std::string list;
+  for (const std::string& k : unused) list += (list.empty() ? "" : ", ") + r.path() + "." + k;
+  r.Error(unused.front(), "unused_key",
+          fmt::format("{} belong{} to {} and {} not used by kind {}: remove {} (or replace the "
+                      "whole section: --set 'workload={{kind: {}, ...}}')",
+                      list, unused.size() == 1 ? "s" : "", owner,
+                      unused.size() == 1 ? "is" : "are", kind,
+                      unused.size() == 1 ? "it" : "them", kind));
+}
+
 void ParseWorkload(ConfigReader& root, Scenario& sc) {
   WorkloadConfig& w = sc.sim.workload;
   const bool all = root.describing();
@@ -324,8 +374,18 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
   ConfigReader sp = r.Map("system_prompt",
                           "shared system prompts prepended to every prompt (synthetic "
                           "workloads and Azure CSV traces)");
-  w.system_prompt.tokens = sp.Int("tokens", 0, "tokens per system prompt (0 = none)", 0);
+  w.system_prompt.tokens =
+      sp.Int("tokens", 0, "tokens per system prompt (0 = none)", 0, kMaxSyntheticLength);
   w.system_prompt.count = sp.Int("count", 1, "distinct system prompts", 1, 1 << 20);
+  // The system prompts are made once and kept as token ids for the whole run.
+  if (!all && static_cast<double>(w.system_prompt.count) *
+                      static_cast<double>(w.system_prompt.tokens) >
+                  static_cast<double>(kMaxPromptPoolTokens)) {
+    sp.Error("tokens", "too_large",
+             fmt::format("count {} * tokens {} is above {} tokens, the most the system prompts "
+                         "may hold (they are kept as token ids)",
+                         w.system_prompt.count, w.system_prompt.tokens, kMaxPromptPoolTokens));
+  }
   w.system_prompt.zipf_s = sp.Double("zipf_s", 0, "Zipf skew of prompt popularity", 0, 10);
   w.system_prompt.users =
       sp.Int("users", 0,
@@ -386,6 +446,7 @@ void ParseWorkload(ConfigReader& root, Scenario& sc) {
     }
     t.Finish();
   }
+  if (!all) RefuseUnusedKeys(r, w.kind);
   r.Finish();
   w.scenario_dir.clear();
   if (!sc.source.empty() && sc.source.rfind(kBuiltIn, 0) != 0) {
@@ -473,6 +534,94 @@ void ParseReference(ConfigReader& root, Scenario& sc) {
   r.Finish();
 }
 
+// Requests one arrival (a request, a session, a tree) creates at most, follow-ups included.
+double RequestsPerArrival(const WorkloadConfig& wl) {
+  if (wl.kind == "multi_turn") return static_cast<double>(wl.multi_turn.turns.max);
+  if (wl.kind != "agent_tree") return 1;
+  double nodes = 0;
+  double level = 1;
+  for (int64_t d = 0; d <= wl.agent_tree.depth; ++d) {
+    nodes += level;
+    level *= static_cast<double>(wl.agent_tree.branching);
+  }
+  return nodes;
+}
+
+// A synthetic workload creates at most the least of its caps: workload.num_requests, and for
+// open-loop arrivals what the rate implies over the stages, workload.duration_s or
+// run.max_sim_seconds. Above kMaxSyntheticRequests that is an error naming the cap that
+// binds (a closed loop with no request cap is bounded by time only and not checked here).
+// Burst arrivals all come at t = 0, so only num_requests bounds them.
+void CheckRequestBound(ConfigReader& root, const Scenario& sc) {
+  const WorkloadConfig& wl = sc.sim.workload;
+  if (wl.kind == "trace") return;
+  ConfigReader workload = root.Map("workload", "");
+  if (wl.arrival == "burst" && wl.concurrency == 0 && wl.num_requests == 0) {
+    workload.Error("num_requests", "unbounded",
+                   "0 (no cap) with burst arrivals: every request arrives at t = 0, so no "
+                   "duration or stage ends them; give a request count");
+    return;
+  }
+  struct Cap {
+    double requests;
+    std::string section, key, how;
+  };
+  std::vector<Cap> caps;
+  const double most = static_cast<double>(kMaxSyntheticRequests);
+  if (wl.num_requests > 0) {
+    caps.push_back({static_cast<double>(wl.num_requests), "workload", "num_requests",
+                    fmt::format("{} requests", wl.num_requests)});
+  }
+  if (wl.concurrency == 0) {
+    const double per = RequestsPerArrival(wl);
+    const std::string each =
+        per > 1 ? fmt::format(" × up to {:g} requests per {}", per,
+                              wl.kind == "multi_turn" ? "session" : "tree")
+                : "";
+    const bool ip = wl.arrival == "inference_perf";
+    double staged = 0;
+    double peak = 0;
+    for (const LoadStage& st : ip ? InferencePerfStages(wl) : wl.stages) {
+      staged += st.rate_per_s * st.duration_s;
+      peak = std::max(peak, st.rate_per_s);
+    }
+    if (!wl.stages.empty()) {
+      caps.push_back({staged * per, "workload", "stages",
+                      fmt::format("the stages' rate_per_s × duration_s sum to {:g} arrivals{}",
+                                  staged, each)});
+    } else if (ip || wl.duration_s > 0) {
+      caps.push_back({wl.rate_per_s * wl.duration_s * per, "workload", "duration_s",
+                      fmt::format("{:g} s at rate_per_s {:g} is about {:g} arrivals{}",
+                                  wl.duration_s, wl.rate_per_s, wl.rate_per_s * wl.duration_s,
+                                  each)});
+    }
+    if (!ip && !wl.stages.empty() && wl.duration_s > 0) {
+      caps.push_back({peak * wl.duration_s * per, "workload", "duration_s",
+                      fmt::format("{:g} s at up to {:g}/s is about {:g} arrivals{}",
+                                  wl.duration_s, peak, peak * wl.duration_s, each)});
+    }
+    const double t = sc.sim.run.max_sim_seconds;
+    const double rate = wl.stages.empty() ? wl.rate_per_s : peak;
+    if (t > 0) {
+      caps.push_back({rate * t * per, "run", "max_sim_seconds",
+                      fmt::format("{:g} s at up to {:g}/s is about {:g} arrivals{}", t, rate,
+                                  rate * t, each)});
+    }
+  }
+  if (caps.empty()) return;
+  const Cap* binding = &caps.front();
+  for (const Cap& c : caps) {
+    if (c.requests < binding->requests) binding = &c;
+  }
+  if (binding->requests <= most) return;
+  ConfigReader section = binding->section == "workload" ? workload : root.Map("run", "");
+  section.Error(binding->key, "too_large",
+                fmt::format("{}, above {} (2^24), the most requests a synthetic workload may "
+                            "create (a trace has the same bound); cap it with "
+                            "workload.num_requests or a shorter time",
+                            binding->how, kMaxSyntheticRequests));
+}
+
 }  // namespace
 
 void ParseSimSections(ConfigReader& root, Scenario& sc) {
@@ -520,12 +669,39 @@ void ParseSimSections(ConfigReader& root, Scenario& sc) {
       }
     }
   }
+  if (!root.describing()) CheckRequestBound(root, sc);
   ConfigReader m = root.Map("metrics", "metrics collection");
   sc.sim.metrics.kv_sample_interval_ms = m.Double(
       "kv_sample_interval_ms", 50, "KV-usage time series resolution, ms of sim time", 1e-3);
   m.Finish();
   root.Raw("sweep", "map",
            "sweep points: key.path: [values] (cartesian product); zip: [{key: [..], ...}]");
+}
+
+void CheckPromptsFitContext(ConfigReader& root, const Scenario& sc) {
+  const WorkloadConfig& wl = sc.sim.workload;
+  if (root.describing() || wl.max_model_len <= 0) return;
+  // A trace's prompts are checked against the context as the trace is read.
+  if (wl.kind == "trace") return;
+  const int64_t sys = wl.system_prompt.tokens;
+  const int64_t shortest = sys + wl.prompt_tokens.min;
+  if (shortest < wl.max_model_len || shortest <= 0) return;
+  const std::string limit =
+      fmt::format("max_model_len {} ({})", wl.max_model_len,
+                  sc.cache.max_model_len > 0 ? "cache.max_model_len" : "model.max_model_len");
+  ConfigReader workload = root.Map("workload", "");
+  if (sys >= wl.max_model_len) {
+    ConfigReader sp = workload.Map("system_prompt", "");
+    sp.Error("tokens", "too_large",
+             fmt::format("{} tokens reach the {}: every request would be rejected", sys, limit));
+    return;
+  }
+  ConfigReader pt = workload.Map("prompt_tokens", "");
+  pt.Error("min", "too_large",
+           fmt::format("every prompt has at least {} tokens (system_prompt.tokens {} + "
+                       "prompt_tokens.min {}), which reaches the {}: every request would be "
+                       "rejected",
+                       shortest, sys, wl.prompt_tokens.min, limit));
 }
 
 }  // namespace kvsim

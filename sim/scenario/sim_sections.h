@@ -30,6 +30,10 @@ const std::vector<std::string>& ReferenceMetricNames();
 
 // Reads hardware, workload, spec, run, metrics (and marks `sweep` as known) from the root.
 void ParseSimSections(ConfigReader& root, Scenario& sc);
+// Refuses a synthetic workload whose every prompt reaches the model's context
+// (workload.max_model_len, set by the loader once model and cache are parsed): the system
+// prompt alone, or with the shortest prompt, would have every request rejected.
+void CheckPromptsFitContext(ConfigReader& root, const Scenario& sc);
 // Reads the scheduler keys beyond the token budget and sequence limit.
 void ParseSchedulerExtras(ConfigReader& sched, Scenario& sc);
 

@@ -33,6 +33,12 @@ struct SystemPromptConfig {
 // The most prompt tokens a prompt pool may hold (count × users × question length): the pool
 // is kept as token ids for the whole run.
 inline constexpr int64_t kMaxPromptPoolTokens = int64_t{1} << 25;
+// The longest synthetic length (a prompt, output, system prompt, tool output or turn
+// count) and the most requests a synthetic workload may create: the bounds a trace has
+// (kMaxTracePromptTokens, 2^24), so a typo such as 5e8 is an error at load instead of
+// gigabytes of token ids or a run that never ends.
+inline constexpr int64_t kMaxSyntheticLength = int64_t{1} << 24;
+inline constexpr int64_t kMaxSyntheticRequests = int64_t{1} << 24;
 // The most requests one load stage of `inference_perf` arrivals may hold (their send times
 // are drawn up front, as inference-perf's timer does).
 inline constexpr int64_t kMaxStageRequests = int64_t{1} << 24;

@@ -1,4 +1,4 @@
-# Sourced by the CLI test scripts: the exit-code check they all use. A script sets fail=0,
+# Sourced by the CLI test scripts: the exit-code checks they use. A script sets fail=0,
 # calls check as often as it likes and ends with `exit $fail`.
 #
 # check NAME EXPECTED_RC CMD...   runs CMD and compares its exit code with EXPECTED_RC.
@@ -17,4 +17,25 @@ check() {
   else
     echo "ok   $name"
   fi
+}
+
+# expect NAME RC "FRAGMENT|FRAGMENT..." CMD...   exit RC, stdout+stderr hold every fragment,
+# and nothing that looks like a crash.
+expect() {
+  local name=$1 want=$2 frags=$3; shift 3
+  local out rc
+  out=$(timeout 60 "$@" 2>&1); rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -10; fail=1; return
+  fi
+  local IFS='|'
+  for f in $frags; do
+    if ! grep -qF -- "$f" <<<"$out"; then
+      echo "FAIL $name: output lacks \"$f\""; echo "$out" | head -10; fail=1; return
+    fi
+  done
+  if grep -qiE 'terminate called|abort|segmentation|AddressSanitizer|runtime error' <<<"$out"; then
+    echo "FAIL $name: crashed"; echo "$out" | head -10; fail=1; return
+  fi
+  echo "ok   $name"
 }

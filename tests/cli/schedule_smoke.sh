@@ -24,7 +24,7 @@ cmp -s "$tmp/sync.jsonl" "$tmp/again.jsonl" || { echo "FAIL two runs differ"; fa
 # --json prints the summary object.
 "$kvsim" schedule "$req" "${flags[@]}" --json | grep -q '"per_request"' ||
   { echo "FAIL --json summary"; fail=1; }
-# Bad input: exit 2 naming file, line and key; a request that never fits: exit 1.
+# Bad input: exit 2 naming file, line and key; a request that never fits is bad input too.
 printf '{"id": "a", "tokens": [1, 2], "max_tokens": 2}\n{"id": "b", "tokens": [1], "max_tokens": 0}\n' \
   > "$tmp/bad.jsonl"
 check "bad max_tokens" 2 "$kvsim" schedule "$tmp/bad.jsonl" --num-gpu-blocks 10
@@ -36,5 +36,5 @@ check "duplicate id" 2 "$kvsim" schedule "$tmp/dup.jsonl" --num-gpu-blocks 10
 check "missing file" 2 "$kvsim" schedule /nonexistent.jsonl --num-gpu-blocks 10
 check "no blocks flag" 2 "$kvsim" schedule "$req"
 check "bad policy" 2 "$kvsim" schedule "$req" --num-gpu-blocks 10 --policy lifo
-check "never fits" 1 "$kvsim" schedule "$req" --num-gpu-blocks 4
+check "never fits" 2 "$kvsim" schedule "$req" --num-gpu-blocks 4
 exit $fail

@@ -5,6 +5,7 @@
 
 #include "sim/config/config_tree.h"
 #include "sim/scenario/scenario_loader.h"
+#include "sim/workload/workload_config.h"
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -20,6 +21,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                        sc->sim.workload.duration_s > 0 || sc->sim.run.max_sim_seconds > 0 ||
                        (!sc->sim.workload.stages.empty() && sc->sim.workload.concurrency == 0),
                    "an unbounded synthetic workload");
+  // Synthetic lengths as the loader bounds them: at most 2^24, a non-uniform mean inside
+  // [min, max] (no silent clamp), the system prompts' token ids at most 2^25.
+  const kvsim::WorkloadConfig& w = sc->sim.workload;
+  if (w.kind != "trace") {
+    for (const kvsim::LengthDist* d : {&w.prompt_tokens, &w.output_tokens}) {
+      ACCEPTED_INVALID(d->min >= 1 && d->max <= kvsim::kMaxSyntheticLength && d->min <= d->max,
+                       "a synthetic length outside [1, 2^24]");
+      ACCEPTED_INVALID(d->dist == "uniform" || (d->mean >= static_cast<double>(d->min) &&
+                                                d->mean <= static_cast<double>(d->max)),
+                       "a length mean outside [min, max]");
+    }
+  }
+  ACCEPTED_INVALID(static_cast<double>(w.system_prompt.count) * static_cast<double>(w.system_prompt.tokens) <=
+                       static_cast<double>(kvsim::kMaxPromptPoolTokens),
+                   "system prompts above 2^25 tokens");
   auto plan = sc->Plan();
   if (plan.ok()) ACCEPTED_INVALID(plan->num_blocks >= 0, "negative num_blocks");
   return 0;

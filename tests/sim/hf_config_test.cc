@@ -12,6 +12,7 @@
 
 #include "sim/report/plan_report.h"
 #include "sim/scenario/hf_config.h"
+#include "sim/engine.h"
 #include "sim/scenario/scenario_loader.h"
 
 namespace kvsim {
@@ -232,7 +233,7 @@ TEST_CASE("hf_config: a validation scenario runs on a config.json model") {
                              "scenarios/validation/blis-eval-16-llama-3-1-8b-tp1-general-1.yaml");
   CHECK(sc.model.num_layers() == 32);
   CHECK(sc.Plan().ok());
-  CHECK(ValidateScenario(sc).ok());
+  CHECK(Engine::Create(sc).ok());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -52,9 +52,10 @@ TEST_CASE("scenario: the model's max_model_len reaches the workload", "[scenario
   auto sc = Load({"model.max_model_len=5000"});
   REQUIRE(sc.ok());
   CHECK(sc->sim.workload.max_model_len == 5000);
-  auto cache = Load({"cache.max_model_len=300"});
+  // Above the default scenario's shortest prompt (2000-token system prompt + 8).
+  auto cache = Load({"cache.max_model_len=3000"});
   REQUIRE(cache.ok());
-  CHECK(cache->sim.workload.max_model_len == 300);
+  CHECK(cache->sim.workload.max_model_len == 3000);
 }
 
 TEST_CASE("scenario: an MLA layer may say num_kv_heads: 1, nothing else", "[scenario]") {

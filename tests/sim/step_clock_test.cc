@@ -220,7 +220,10 @@ TEST_CASE("step clock: idle gaps jump to the next arrival; a request that never 
   const std::vector<StepRequest> big{Req("big", Range(1, 20), 1)};
   auto s = RunStepClock(big, Config(4, 4), nullptr);
   REQUIRE(!s.ok());
-  CHECK(s.status().code() == "stuck");
+  CHECK(s.status().code() == "never_scheduled");
+  // 20 tokens in blocks of 4 need 5 blocks; 3 are usable.
+  CHECK(s.status().message().find("20 tokens need 5 blocks of 4 tokens; 3 usable blocks") !=
+        std::string::npos);
 }
 
 TEST_CASE("step clock: conservation of computed tokens per request (step-log §5)") {

@@ -310,6 +310,24 @@ ViewerOptions TwoTier() {
   return o;
 }
 
+TEST_CASE("a step past the simulation's last step (--step) is an error naming the range") {
+  auto first = Viewer::Create(TwoTier());
+  REQUIRE(first.ok());
+  const auto& steps = first.value()->context().sim->log().steps;
+  REQUIRE(!steps.empty());
+  const int64_t last = steps.back().step;
+  ViewerOptions at_end = TwoTier();
+  at_end.step = last;
+  CHECK(Viewer::Create(at_end).ok());
+  ViewerOptions past = TwoTier();
+  past.step = last + 1;
+  auto bad = Viewer::Create(past);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "--step " + std::to_string(last + 1) + ": beyond the simulation, whose steps run from " +
+            std::to_string(steps.front().step) + " to " + std::to_string(last));
+}
+
 TEST_CASE("a simulation is shared: scrubbing the Steps or the Block pool panel moves both") {
   HeadlessImGui imgui;
   auto vr = Viewer::Create(TwoTier());
