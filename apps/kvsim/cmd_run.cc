@@ -152,10 +152,15 @@ void RunRun(const RunArgs& a) {
   if (!report.error.ok()) return (void)ReportError(report.error, a.json);
   std::cerr << report.err;
   std::cout << report.out;
-  if (many && !a.trace.empty() && !a.json) {  // the names the user did not give
-    std::cerr << "kvsim: traces: " << TracePathFor(a.trace, 0, true) << " … "
-              << TracePathFor(a.trace, static_cast<int64_t>(points->size()) - 1, true)
-              << " (one per point)\n";
+  if ((many || seeds.value() > 1) && !a.trace.empty() && !a.json) {  // names not given
+    const int64_t s0 = FirstSeed(points->front().tree), n = seeds.value();
+    auto name = [&](int64_t index, int64_t seed) {
+      const std::string p = TracePathFor(a.trace, index, many);
+      return n > 1 ? ReplicatePath(p, seed) : p;
+    };
+    std::cerr << "kvsim: traces: " << name(0, s0) << " … "
+              << name(static_cast<int64_t>(points->size()) - 1, s0 + n - 1)
+              << (n > 1 ? " (one per point and seed)\n" : " (one per point)\n");
   }
   ExitCode() = report.exit_code;
   // An output that could not be written outranks failed points: the numbers are lost.

@@ -57,8 +57,9 @@ void PinModel(ConfigNode& model) {
     if (text == nullptr) return;  // the loader names the unknown preset
     auto base = ParseYaml(*text, std::string(kBuiltInPrefix) + rel);
     if (!base.ok() || !base.value().is_map()) return;
-    // Inline layers replace the preset's layers and its repeat as a whole.
-    if (model.Find("layers")) base.value().Erase("repeat");
+    // Inline layers replace the preset's layers and its repeat as a whole (a repeat given
+    // beside them overwrites the preset's in place, which keeps a pinned tree's key order).
+    if (model.Find("layers") && !model.Find("repeat")) base.value().Erase("repeat");
     base.value().MergeFrom(model);
     model = std::move(base.value());
   }

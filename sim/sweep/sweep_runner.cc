@@ -147,18 +147,13 @@ std::string SweepCsvRow(const PointResult& r, const RowSchema& schema, const Swe
 void RequestStop() { g_stop.store(true); }
 bool StopRequested() { return g_stop.load(); }
 
-namespace {
-
-// FILE.json → FILE.seed-S.json: one trace or step log per replicate.
-std::string WithSeed(const std::string& path, int64_t seed) {
+std::string ReplicatePath(const std::string& path, int64_t seed) {
   if (path.empty()) return path;
   const fs::path p(path);
   return (p.parent_path() / fmt::format("{}.seed-{}{}", p.stem().string(), seed,
                                         p.extension().string()))
       .string();
 }
-
-}  // namespace
 
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
                int64_t seeds, const std::function<PointOptions(const SweepPoint&)>& options,
@@ -212,8 +207,8 @@ void RunPoints(const std::vector<SweepPoint>& points, const std::string& source,
       const int64_t seed = pending[i].seeds[static_cast<size_t>(k)];
       PointOptions po = options(p);
       if (!po.out_dir.empty()) po.out_dir = (fs::path(po.out_dir) / fmt::format("seed-{}", seed)).string();
-      po.trace_path = WithSeed(po.trace_path, seed);
-      po.step_log_path = WithSeed(po.step_log_path, seed);
+      po.trace_path = ReplicatePath(po.trace_path, seed);
+      po.step_log_path = ReplicatePath(po.step_log_path, seed);
       PointResult r = RunPoint(p.index, p.labels, ReplicateTree(p.tree, seed), source, po);
       std::lock_guard<std::mutex> lock(mu);
       Pending& pend = pending[i];

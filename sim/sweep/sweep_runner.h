@@ -54,6 +54,9 @@ bool StopRequested();
 // (seed … seed+seeds−1, the replicates spread over the threads) and `done` gets the
 // combined result (sim/run/replicates.h) once all its seeds are in; a replicate's outputs go
 // to OUT/seed-S/ and its trace and step log to FILE.seed-S.EXT.
+// FILE.json → FILE.seed-S.json: where a replicate's trace or step log goes.
+std::string ReplicatePath(const std::string& path, int64_t seed);
+
 void RunPoints(const std::vector<SweepPoint>& points, const std::string& source, int jobs,
                int64_t seeds,
                const std::function<PointOptions(const SweepPoint&)>& options,

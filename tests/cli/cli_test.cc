@@ -107,11 +107,17 @@ TEST_CASE("cli: kvsim merge names why an input cannot be read", "[cli]") {
 TEST_CASE("cli: kvsim run --trace on several points names the files it writes", "[cli]") {
   CHECK(Contains(Kvsim("run --help").out, "FILE.NNNN.json per point"));
   const std::string dir = testing_tmpdir();
-  const Ran r = Kvsim("run --set workload.num_requests=5 --trace " + dir + "/t.json");
+  const Ran r = Kvsim("run --set workload.num_requests=5 --seeds 1 --trace " + dir + "/t.json");
   CHECK(r.rc == 0);
   CHECK(Contains(r.out, "kvsim: traces: " + dir + "/t.0000.json … " + dir +
                             "/t.0003.json (one per point)"));
   CHECK(std::filesystem::exists(dir + "/t.0003.json"));
+  // With replicates (the default study's seeds 1 … 10): one file per point and seed.
+  const Ran reps = Kvsim("run --set workload.num_requests=5 --trace " + dir + "/r.json");
+  CHECK(reps.rc == 0);
+  CHECK(Contains(reps.out, "kvsim: traces: " + dir + "/r.0000.seed-1.json … " + dir +
+                               "/r.0003.seed-10.json (one per point and seed)"));
+  CHECK(std::filesystem::exists(dir + "/r.0003.seed-10.json"));
   std::filesystem::remove_all(dir);
 }
 

@@ -19,7 +19,12 @@ for run in a b; do
 done
 cat "$work/a.txt"
 # (P/D cluster scenarios write the same kinds of files: metrics.json, requests.csv, the trace)
-if [ -d "$work/a" ] && ! diff -r "$work/a" "$work/b" > /dev/null; then
+# provenance.json records how each run ran (command line, host, start and wall time): only
+# those keys may differ.
+run_keys='"(command_line|host|started_utc|wall_s)"'
+if [ -d "$work/a" ] && { ! diff -r -x provenance.json "$work/a" "$work/b" > /dev/null ||
+     ! diff <(grep -vE "$run_keys" "$work/a/provenance.json") \
+            <(grep -vE "$run_keys" "$work/b/provenance.json") > /dev/null; }; then
   echo "FAIL outputs differ between two runs with the same seed"; diff -r "$work/a" "$work/b" | head; exit 1
 fi
 # Wall-clock time and the output folder (outputs in, traces:) are the only lines allowed to differ.

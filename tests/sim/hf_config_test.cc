@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine.h"
 #include "sim/report/plan_report.h"
 #include "sim/scenario/hf_config.h"
-#include "sim/engine.h"
 #include "sim/scenario/scenario_loader.h"
 
 namespace kvsim {
@@ -109,7 +109,10 @@ TEST_CASE("hf_config: every shipped preset's config builds the preset's layers a
     CHECK(h.compute.hidden_size == p.compute.hidden_size);
     CHECK(h.compute.num_attention_heads == p.compute.num_attention_heads);
     CHECK(h.compute.vocab_size == p.compute.vocab_size);
-    CHECK(h.compute.intermediate_size == p.compute.intermediate_size);
+    // A preset that leaves the MLP width out (0) has nothing to compare.
+    if (p.compute.intermediate_size != 0) {
+      CHECK(h.compute.intermediate_size == p.compute.intermediate_size);
+    }
     if (!k.experts_omitted) {
       CHECK(h.compute.num_experts == p.compute.num_experts);
       CHECK(h.compute.num_experts_per_token == p.compute.num_experts_per_token);
@@ -129,7 +132,12 @@ TEST_CASE("hf_config: every shipped preset's config builds the preset's layers a
     // labels round 3.87 B (Qwen3-Next) and 3.45 B (Qwen3.5-35B) down.
     const std::string name = k.preset;
     if (name != "gpt-oss-120b" && name != "qwen3-next-80b-a3b" && name != "qwen3.5-35b-a3b") {
-      CHECK(near(h.compute.num_active_params, p.compute.num_active_params));
+      // Active counts are labels rounded to whole billions ("A17B" for Qwen3.5-397B's
+      // 17.35 B): within 3 %.
+      INFO("active " << h.compute.num_active_params << " vs preset " << p.compute.num_active_params);
+      CHECK(std::abs(static_cast<double>(h.compute.num_active_params) /
+                         static_cast<double>(p.compute.num_active_params) -
+                     1.0) < 0.03);
     } else {
       CHECK(h.compute.num_active_params > p.compute.num_active_params);
     }
