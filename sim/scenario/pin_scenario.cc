@@ -109,8 +109,16 @@ void PinTrace(ConfigNode& tree, const std::string& source) {
   if (!pin.ok()) return;
   std::error_code ec;
   const bool on_disk = fs::is_regular_file(found, ec);
-  const std::string where =
-      on_disk ? fs::absolute(found, ec).lexically_normal().string() : "<built-in>/" + found;
+  // Relative to the working directory when the file lies under it (a clone's own traces
+  // then pin to the same text, and the same sweep id, wherever the clone lives); else
+  // absolute.
+  std::string where = "<built-in>/" + found;
+  if (on_disk) {
+    const fs::path abs = fs::absolute(found, ec).lexically_normal();
+    const fs::path rel = abs.lexically_relative(fs::current_path(ec));
+    const bool under = !rel.empty() && *rel.begin() != "..";
+    where = under ? rel.string() : abs.string();
+  }
   t->Set("resolved_path", Scalar(where), SourcePos{});
   t->Set("bytes", Scalar(std::to_string(pin->bytes)), SourcePos{});
   t->Set("sha256", Scalar(pin->sha256), SourcePos{});

@@ -9,7 +9,8 @@
 //   hardware:  the same with the hardware preset's coefficients (H100-SXM when none is
 //              named). A `hardware.file` (a calibration) is left as is: its keys are the
 //              user's and its path is recorded.
-//   workload:  a trace gets `sha256`, `bytes` and `resolved_path` beside its `path`; a run
+//   workload:  a trace gets `sha256`, `bytes` and `resolved_path` (relative to the working
+//              directory when under it, else absolute) beside its `path`; a run
 //              of a pinned scenario refuses a trace file whose hash differs, and says why.
 //
 // A section that a sweep axis switches (model.preset, hardware.preset, a whole section, the
