@@ -26,7 +26,6 @@
 #include "sim/output_file.h"
 #include "sim/run/point.h"
 #include "sim/run/run_report.h"
-#include "sim/scenario/pin_scenario.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/workload/i_workload.h"
@@ -59,16 +58,9 @@ int64_t FirstSeed(const ConfigNode& tree) {
 }
 
 void RunRun(const RunArgs& a) {
-  LoadOptions opts{a.scenario.scenario, a.scenario.sets};
-  auto tree = LoadScenarioTree(opts);
+  auto tree = LoadRunTree(a.scenario, a.seeds);
   if (!tree.ok()) return (void)ReportError(tree.status(), a.json);
-  for (const std::string& note : FixSweptKeys(tree.value(), a.scenario.sets)) {
-    std::cerr << "kvsim: note: " << note << "\n";
-  }
-  if (a.seeds > 0) SetSweepSeeds(tree.value(), a.seeds);
   const std::string source = ScenarioSource(a.scenario);
-  // Presets and traces written into the tree: the resolved file reproduces the run alone.
-  PinScenarioTree(tree.value(), source);
   auto points = ExpandSweep(tree.value());
   if (!points.ok()) return (void)ReportError(points.status(), a.json);
   auto seeds = SweepSeeds(tree.value());

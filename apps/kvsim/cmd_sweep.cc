@@ -1,11 +1,11 @@
-// kvsim sweep [SCENARIO] [--set k=v]... [-j N] [--shard K/N|slurm] [-o DIR] [--per-point]
+// kvsim sweep [SCENARIO] [--set k=v]... [-j N] [--seeds N] [--shard K/N|slurm/N|slurm] [-o DIR] [--per-point]
 //             [--count] [--force]
 // Runs every point of the scenario's (default: the built-in default's) `sweep:` block and writes DIR/sweep.csv (one row per
 // point). Interrupted sweeps resume from DIR's journal when rerun with the same arguments,
 // and a rerun of a finished sweep or shard skips the points already in its CSV;
 // `--shard K/N` runs the points with index % N == K (0-based) into
-// DIR/sweep.shard-K-of-N.csv, and `--shard slurm` takes K and N from a Slurm job array's
-// environment (scripts/slurm/); `kvsim merge` joins the shard files. `--count` prints the
+// DIR/sweep.shard-K-of-N.csv, and `--shard slurm/N` (or `slurm` with KVSIM_SHARDS) takes K
+// from a Slurm job array's task id (scripts/slurm/); `kvsim merge` joins the shard files. `--count` prints the
 // number of points and exits. A scenario with a `cluster:` section sweeps a P/D cluster (one
 // row of cluster metrics per point); a sweep may mix single engines and clusters (the rows
 // then carry a `kind` column and both kinds' columns; sim/sweep/sweep_runner.h).
@@ -21,7 +21,6 @@
 #include <iostream>
 
 #include "apps/kvsim/commands.h"
-#include "sim/scenario/pin_scenario.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/workload/i_workload.h"
@@ -54,14 +53,8 @@ void RunSweepCmd(const SweepArgs& a) {
                           &o.shard_k, &o.shard_n);
     if (!s.ok()) return (void)ReportError(s, false);
   }
-  LoadOptions opts{a.scenario.scenario, a.scenario.sets};
-  auto tree = LoadScenarioTree(opts);
+  auto tree = LoadRunTree(a.scenario, a.seeds);
   if (!tree.ok()) return (void)ReportError(tree.status(), false);
-  for (const std::string& note : FixSweptKeys(tree.value(), a.scenario.sets)) {
-    std::cerr << "kvsim: note: " << note << "\n";
-  }
-  if (a.seeds > 0) SetSweepSeeds(tree.value(), a.seeds);
-  PinScenarioTree(tree.value(), ScenarioSource(a.scenario));
   auto seeds = SweepSeeds(tree.value());
   if (!seeds.ok()) return (void)ReportError(seeds.status(), false);
   // Catch scenario errors (typos, bad values) once, up front, on the first point.
@@ -118,9 +111,10 @@ void RegisterSweep(CLI::App& app) {
                   "is the mean, followed by its 95 % interval <metric>.ci95 (sets sweep.seeds)")
       ->check(CLI::Range(int64_t{1}, kMaxSweepSeeds));
   cmd->add_option("--shard", args.shard,
-                  "run slice K of N (0-based): points with index % N == K; `slurm` reads K and "
-                  "N from the job array's environment")
-      ->type_name("K/N|slurm");
+                  "run slice K of N (0-based): points with index % N == K; `slurm/N` runs "
+                  "shard SLURM_ARRAY_TASK_ID mod N, `slurm` takes N from KVSIM_SHARDS (else "
+                  "from the job array's range)")
+      ->type_name("K/N|slurm/N|slurm");
   cmd->add_flag("--count", args.count, "print the number of points and exit");
   cmd->add_flag("--force", args.force, "replace a sweep CSV in DIR that holds another sweep");
   cmd->add_flag("--per-point", args.per_point,

@@ -54,6 +54,12 @@ std::vector<std::string> ScenarioNotes(const Scenario& sc);
 // seed, scenario hash = the sweep id, number of points). CheckOutDir refuses (bad input) a
 // DIR whose provenance names another scenario hash, or that holds results without one,
 // unless `force`.
+// The scenario tree `kvsim run` and `kvsim sweep` execute: loaded (includes, then --set),
+// with the sweep axes that a --set fixes dropped (one "kvsim: note:" line each on stderr),
+// `--seeds` applied when seeds > 0, and pinned (sim/scenario/pin_scenario.h), so that the
+// scenario.resolved.yaml written from it reproduces the run alone.
+Result<ConfigNode> LoadRunTree(const ScenarioArgs& args, int64_t seeds);
+
 // provenance.json also records how the command ran: its full command line, host, start
 // time (UTC), threads, seeds, shard, and (written again when the command ends) its wall
 // time. A shard of a sweep writes provenance.shard-K-of-N.json instead, so the tasks of a

@@ -16,6 +16,7 @@
 #include "sim/engine_common.h"
 #include "sim/output_file.h"
 #include "sim/report/plan_report.h"
+#include "sim/scenario/pin_scenario.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/workload/i_workload.h"
 #include "sim/sweep/sweep_runner.h"
@@ -222,6 +223,17 @@ Status WriteProvenance(const std::string& dir, const std::string& command,
   return WriteFileAtomically(
       (fs::path(dir) / file).string(),
       j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+Result<ConfigNode> LoadRunTree(const ScenarioArgs& args, int64_t seeds) {
+  auto tree = LoadScenarioTree({args.scenario, args.sets});
+  if (!tree.ok()) return tree.status();
+  for (const std::string& note : FixSweptKeys(tree.value(), args.sets)) {
+    std::cerr << "kvsim: note: " << note << "\n";
+  }
+  if (seeds > 0) SetSweepSeeds(tree.value(), seeds);
+  PinScenarioTree(tree.value(), ScenarioSource(args));
+  return tree;
 }
 
 void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args) {
