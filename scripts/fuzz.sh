@@ -23,7 +23,7 @@ for t in fuzz_scenario fuzz_preset fuzz_trace_jsonl fuzz_azure_csv fuzz_step_req
   if [ ! -x "$out/$t" ] || [ "$out/$t" -ot "$build/sim/libkvsim_sim.a" ] ||
      [ "$out/$t" -ot "tests/fuzz/$t.cc" ] || [ "$out/$t" -ot tests/fuzz/mutate_main.cc ]; then
     g++ -std=c++20 -O2 -g "${san[@]}" -I. "tests/fuzz/$t.cc" tests/fuzz/mutate_main.cc -o "$out/$t" \
-      "$build/sim/libkvsim_sim.a" "$build/core/libkvsim_core.a" -lfmt -lyaml-cpp -lxxhash -lpthread
+      "$build/sim/libkvsim_sim.a" "$build/core/libkvsim_core.a" -lfmt -lyaml-cpp -lxxhash -lcrypto -lpthread
   fi
   (cd "$out" && timeout 1200 ./"$t" "$OLDPWD/tests/fuzz/corpus/$t" "$n" 1 | sed "s/^/$t: /") || {
     echo "$t: FAILED (the input is in $out/mutate-crash)"; exit 1; }
