@@ -1,4 +1,5 @@
 #include "viz/step_log.h"
+#include "sim/json_text.h"
 
 #include <fmt/format.h>
 
@@ -66,7 +67,7 @@ Result<StepLog> ParseStepLog(std::string_view text, const std::string& source,
     auto bad = [&](const std::string& what) {
       return Status::Error("bad_step_log", fmt::format("{}:{}: {}", source, lineno, what));
     };
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    json j = ParseJsonNoThrow<json>(line);
     if (!j.is_object()) return bad("not a JSON object (a step log has one record per line)");
     if (j.contains("summary")) {
       summary = std::move(j);

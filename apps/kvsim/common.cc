@@ -20,6 +20,7 @@
 #include "sim/scenario/scenario_loader.h"
 #include "sim/workload/i_workload.h"
 #include "sim/sweep/sweep_runner.h"
+#include "sim/json_text.h"
 
 namespace kvsim::cli {
 namespace {
@@ -109,7 +110,7 @@ Status CheckOutDir(const std::string& dir, const std::string& scenario_hash, boo
   if (std::ifstream f(prov); f) {
     std::stringstream ss;
     ss << f.rdbuf();
-    const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    const auto j = ParseJsonNoThrow<nlohmann::json>(ss.str());
     if (j.is_object() && j.contains("scenario_hash") && j["scenario_hash"].is_string()) {
       theirs = j["scenario_hash"].get<std::string>();
     }

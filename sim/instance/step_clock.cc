@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/vllm_semantics.h"
 #include "sim/instance/engine_instance.h"
+#include "sim/json_text.h"
 
 namespace kvsim {
 namespace {
@@ -306,7 +307,7 @@ Status ParseStepRequestLine(const std::string& text, const std::string& path, in
       return Status::Ok();
     }
   }
-  nlohmann::json obj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json obj = ParseJsonNoThrow<nlohmann::json>(text);
   if (obj.is_discarded()) return LineError(path, line, "", "not valid JSON");
   if (!obj.is_object()) return LineError(path, line, "", "expected a JSON object");
   // Checked once the line parsed as an object, as the tree path always has.

@@ -1,4 +1,5 @@
 #include "sim/scenario/hf_config.h"
+#include "sim/json_text.h"
 
 #include <cmath>
 #include <map>
@@ -757,18 +758,9 @@ Result<ConfigNode> HfConfigToModelTree(const std::string& json_text, const std::
                                           " bytes; a config.json is at most " +
                                           std::to_string(kMaxHfConfigBytes));
   }
-  Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    // Parse again with exceptions for the position of the first syntax error.
-    std::string where;
-    try {
-      const Json again = Json::parse(json_text);
-      (void)again;
-    } catch (const Json::parse_error& e) {
-      where = e.what();
-    }
-    return Status::Error("bad_json", file + ": not valid JSON: " + where);
-  }
+  std::string where;
+  Json root = ParseJsonNoThrow<Json>(json_text, &where);
+  if (root.is_discarded()) return Status::Error("bad_json", file + ": not valid JSON: " + where);
   if (!root.is_object()) return Status::Error("wrong_type", file + ": expected a JSON object");
   Errors errors{file, std::nullopt};
   const Cfg top(&root, "", &errors);

@@ -1,4 +1,5 @@
 #include "sim/trace/request_trace.h"
+#include "sim/json_text.h"
 
 #include <algorithm>
 #include <climits>
@@ -203,7 +204,7 @@ Result<RequestTrace> RequestTrace::Parse(std::string_view text, const std::strin
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
 
     std::string err;
-    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    Json j = ParseJsonNoThrow<Json>(line);
     TraceRecord r;
     r.line = line_no;
     r.id = std::to_string(line_no);

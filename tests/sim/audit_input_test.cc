@@ -161,5 +161,15 @@ TEST_CASE("audit: an Azure CSV read as a JSONL trace says what it is", "[trace]"
   CHECK(Contains(t.status().message(), "Azure CSV"));
 }
 
+// A number too large for a double ended the process (nlohmann throws out_of_range 406 even from
+// its non-throwing parse); it is a line that is not valid JSON.
+TEST_CASE("audit: a JSONL trace with an overflowing number is refused, naming its line", "[trace]") {
+  auto t = RequestTrace::Parse("{\"timestamp\": 0, \"tokens\": [1, 2], \"output_length\": 1}\n"
+                               "{\"timestamp\": 1e999, \"tokens\": [1, 2], \"output_length\": 1}\n",
+                               "big.jsonl");
+  REQUIRE_FALSE(t.ok());
+  CHECK(Contains(t.status().message(), "big.jsonl:2: not valid JSON"));
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -296,6 +296,9 @@ TEST_CASE("hf_config: bad configs are errors naming the file and key") {
   CHECK(e.find("text_config.hidden_size: missing") != std::string::npos);
   e = Error("{\"architectures\": [");
   CHECK(e.find("not valid JSON") != std::string::npos);
+  // A number past a double's range: nlohmann throws out_of_range even when told not to throw.
+  e = Error(kLlama + R"(, "rope_theta": 320001e309})");
+  CHECK(e.find("not valid JSON") != std::string::npos);
   e = Error(std::string(kMaxHfConfigBytes + 1, ' '));
   CHECK(e.find("at most") != std::string::npos);
 }
