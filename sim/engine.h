@@ -31,6 +31,7 @@
 #include "core/kv_cache_manager.h"
 #include "sim/event_queue.h"
 #include "sim/instance/engine_instance.h"
+#include "sim/instance/instance_core.h"
 #include "sim/instance/offload_driver.h"
 #include "sim/instance/step_clock.h"
 #include "sim/metrics.h"
@@ -51,25 +52,25 @@ struct RequestFootprint {
   int64_t spec_bytes = 0, spec_bytes_max = 0;
 };
 
-class Engine {
+class Engine : private InstanceObserver {
  public:
   static Result<std::unique_ptr<Engine>> Create(const Scenario& scenario);
-  ~Engine();
+  ~Engine() override;
 
   // Records a Chrome trace while running (not owned; must outlive Run()).
   void SetTrace(TraceRecorder* trace) { trace_ = trace; }
   // Writes one step-log record per executed step (docs/step-log.md) with its simulated start
   // and end (not owned; must outlive Run()).
-  void SetStepLog(const StepRecordSink* sink) { step_log_ = sink; }
+  void SetStepLog(const StepRecordSink* sink) { core_.SetStepLog(sink); }
   void Run();
 
   RunSummary Summary() const;
   const Metrics& metrics() const { return metrics_; }
-  const KvCachePlan& plan() const { return plan_; }
+  const KvCachePlan& plan() const { return core_.plan(); }
   // The instance's KV cache manager (the viewer reads the pool from a step-log sink).
-  const KvCacheManager& kv() const { return inst_.kv(); }
+  const KvCacheManager& kv() const { return core_.inst().kv(); }
   // The CPU tier's driver, or null without `cache.offload`.
-  const OffloadDriver* offload() const { return offload_.get(); }
+  const OffloadDriver* offload() const { return core_.offload(); }
   const Scenario& scenario() const { return sc_; }
   const std::string& workload_description() const { return workload_desc_; }
   const std::string& workload_note() const { return workload_note_; }
@@ -85,13 +86,10 @@ class Engine {
   };
   static Live& LiveOf(SimRequest& r) { return static_cast<Live&>(r); }
 
-  Engine(const Scenario& sc, KvCachePlan plan, const KvCacheManagerConfig& kv_config,
-         const SchedulerParams& params, std::unique_ptr<IWorkload> workload);
+  Engine(const Scenario& sc, InstanceConfig config, std::unique_ptr<IWorkload> workload);
   void PullOpenLoop();
   void OnArrival(RequestId id);
   void OnSchedule();
-  void DecideInto(StepPlan& plan, StepRecord& record);  // a decision; counts preemptions
-  void Launch();  // prices step_ and starts it; async: decides next_ at once
   void OnStepEnd();
   void Finish(Live& l);
   void Reject(Live& l);
@@ -103,24 +101,22 @@ class Engine {
   // the follow-up arrivals it returns.
   void EndForWorkload(const RequestSpec& spec, int64_t output_tokens);
   void RequestSchedule();
-  void RecordDecision(const StepPlan& plan, StepRecord& record);  // the step log's fields
+
+  // InstanceObserver: the request records, metrics and trace of the one instance.
+  void Preempted(SimRequest& r, Tick now) override;
+  void ConnectorAdmitted(const ConnectorAdmission& a, Tick now) override;
+  void StepLaunched(const StepPlan& step, Tick start, Tick end) override;
+  void Tokens(SimRequest& r, int64_t n, std::vector<TokenId>& tokens, Tick seen) override;
+  void StepEnded(Tick start, Tick now, const EngineInstance& inst, int64_t drafts,
+                 int64_t accepted) override;
 
   Scenario sc_;
-  KvCachePlan plan_;
-  EngineInstance inst_;  // the KV cache manager, the scheduler's queues and params
-  CostModel cost_;
+  InstanceCore core_;
   EventQueue queue_;
   std::unique_ptr<IWorkload> workload_;
   std::string workload_desc_, workload_note_;
   Metrics metrics_;
   TraceRecorder* trace_ = nullptr;
-  const StepRecordSink* step_log_ = nullptr;
-  StepRecord step_record_;  // the step in flight, completed at its end
-  StepRecord next_record_;  // async: the decided step that runs after it
-  StepPlan next_;           // async: decided before step_'s outputs are applied
-  bool next_decided_ = false;
-  bool async_ = false;
-  int64_t step_index_ = 0;  // executed steps so far
 
   // Only the requests in flight: entered (waiting or running) and announced (arrival queued).
   std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
@@ -128,32 +124,13 @@ class Engine {
   RequestFootprint footprint_;
   std::vector<TokenId> prompt_buf_;  // the prompt being handed to the KV manager
   bool open_loop_done_ = false;
-  bool step_in_flight_ = false;
   bool schedule_pending_ = false;
-  StepPlan step_;
-  Tick step_start_ = 0;
-  // Async: where the running step's GPU part started, and whether the step being launched
-  // was decided while the previous one ran (its CPU part overlapped that GPU part).
-  Tick prev_gpu_start_ = 0;
-  // CPU tier: the end of the copies the decision of step_ (next_) flushed; its GPU part
-  // waits for them.
-  Tick step_flush_until_ = 0;
-  Tick next_flush_until_ = 0;
   RequestId open_loop_id_{-1};  // the announced open-loop request (its arrival pulls the next)
-  bool back_to_back_ = false;
   Tick now_ = 0;
   Tick stop_at_ = -1;
+  int64_t vocab_ = 0;
   std::vector<RequestSpec> follow_buf_;
   std::vector<SimRequest*> finished_buf_;
-  // The CPU offloading tier (cache.offload), or null; copies take the host link's time.
-  std::unique_ptr<OffloadDriver> offload_;
-  OffloadStepRecord last_offload_;  // what the last decision started (for the step log)
-  // Requests finished since the last decision, copied (the live ones are gone by then): the
-  // tier's store pass visits them in the latest profile.
-  std::vector<SimRequest> finished_since_decision_;
-  std::vector<SimRequest*> finished_ptrs_;
-  int64_t offload_block_bytes_ = 0;  // one offloaded block over all TP ranks
-  void OffloadDecision(const StepPlan& plan);  // the tier's side of a decision
 };
 
 }  // namespace kvsim

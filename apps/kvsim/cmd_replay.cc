@@ -15,7 +15,7 @@
 #include "core/offload/offload_config.h"
 #include "core/vllm_semantics.h"
 #include "sim/replay/replay.h"
-#include "sim/scenario/offload_section.h"
+#include "sim/instance_builder.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/trace/request_trace.h"
 

@@ -13,7 +13,7 @@
 #include "apps/kvsim/commands.h"
 #include "apps/kvsim/version.h"
 #include "core/kv_cache_manager.h"
-#include "sim/engine_common.h"
+#include "sim/instance_builder.h"
 #include "sim/output_file.h"
 #include "sim/report/plan_report.h"
 #include "sim/scenario/pin_scenario.h"

@@ -9,7 +9,8 @@
 #include "core/cost_model.h"
 #include "core/kv_cache_manager.h"
 #include "sim/csv.h"
-#include "sim/engine_common.h"
+#include "sim/instance/instance_core.h"
+#include "sim/instance_builder.h"
 #include "sim/instance/engine_instance.h"
 #include "sim/report/plan_report.h"
 #include "sim/scheduler/scheduler.h"
@@ -18,11 +19,11 @@
 
 namespace kvsim {
 
-// One engine instance of a pool: an EngineInstance (scheduler state over its own KV cache
-// manager, sim/instance/engine_instance.h) in its role, priced by the pool's own cost model.
-// The cluster drives it (it has no clock of its own) and keeps what only the cluster reads:
-// the requests it owns and its counters.
-class ClusterSim::Instance {
+// One engine instance of a pool: an InstanceCore (sim/instance/instance_core.h: the scheduler
+// over its own KV cache manager, its step-time model, CPU tier and async pair) in its role.
+// The cluster drives it (it has no clock of its own), hears its steps as its observer, and
+// keeps what only the cluster reads: the requests it owns and its counters.
+class ClusterSim::Instance final : public InstanceObserver {
  public:
   // A request on this instance. The instance's scheduler sees its SimRequest base, so a
   // scheduled chunk leads to the request's cluster state without a lookup.
@@ -31,45 +32,46 @@ class ClusterSim::Instance {
   };
   static Live& LiveOf(SimRequest& r) { return static_cast<Live&>(r); }
 
-  Instance(InstanceRole role, int pool_index, const Scenario& pool, const KvCachePlan& plan,
-           const KvCacheManagerConfig& kvc, uint64_t seed)
-      : inst(kvc, EngineSchedulerParams(pool, plan, kvc, DraftsOf(role, pool)), role),
+  Instance(ClusterSim* sim, InstanceId id, int pool_index, InstanceConfig config)
+      : core(std::move(config)),
+        inst(core.inst()),
+        cost(core.cost()),
         index(pool_index),
-        sc(pool),
-        cost(pool.model, plan, pool.sim.hardware),
-        usable_blocks(plan.usable_blocks()) {
-    // Each instance has its own acceptance stream.
-    inst.set_drafts(DraftsOf(role, pool), pool.sim.spec.acceptance_rate,
-                    Rng(seed).Fork(0x5bec00 + static_cast<uint64_t>(pool_index) +
-                                   (role == InstanceRole::kPrefill ? 0 : 0x1000)));
-  }
+        usable_blocks(core.plan().usable_blocks()),
+        sim_(sim),
+        id_(id) {}
 
-  // The prefill pool never decodes, so it never drafts.
-  static int64_t DraftsOf(InstanceRole role, const Scenario& pool) {
-    return role == InstanceRole::kPrefill ? 0 : pool.cache.num_speculative_tokens;
-  }
   bool prefill() const { return inst.role() == InstanceRole::kPrefill; }
   const SchedulerParams& params() const { return inst.params(); }
   const SchedulerState& state() const { return inst.state(); }
+  Live& live_of(RequestId id) { return *live.at(id); }
 
+  // InstanceObserver: the cluster's records and this instance's counters.
+  void Preempted(SimRequest&, Tick) override {}
+  void ConnectorAdmitted(const ConnectorAdmission&, Tick) override {}
+  void StepLaunched(const StepPlan& step, Tick start, Tick end) override {
+    (void)end;
+    sim_->OnStepLaunched(*this, step, start);
+  }
+  void Tokens(SimRequest& r, int64_t n, std::vector<TokenId>& tokens, Tick seen) override {
+    sim_->OnTokens(*this, r, n, tokens, seen);
+  }
   // KV usage over time, measured as the Engine measures it (Metrics::StepEnd): one sample
-  // per step end (EndStep's), held until the next step end; the mean is the area over the
-  // makespan. Blocks a transfer holds or reserves between steps are seen at the next step end.
-  void SampleKvUsage(Tick step_end) {
-    const double usage = inst.step_end_kv_usage();
-    if (last_step_end >= 0) {
-      usage_area += last_usage * static_cast<double>(step_end - last_step_end);
-    }
-    last_step_end = step_end;
+  // per step end, after its tokens were applied and before finished requests freed their
+  // blocks, held until the next step end; the mean is the area over the makespan. Blocks a
+  // transfer holds or reserves between steps are seen at the next step end.
+  void StepEnded(Tick, Tick now, const EngineInstance& in, int64_t, int64_t) override {
+    const double usage = in.kv().usage();
+    if (last_step_end >= 0) usage_area += last_usage * static_cast<double>(now - last_step_end);
+    last_step_end = now;
     last_usage = usage;
     usage_max = std::max(usage_max, usage);
   }
-  Live& live_of(RequestId id) { return *live.at(id); }
 
-  EngineInstance inst;
+  InstanceCore core;
+  EngineInstance& inst;  // core's
+  CostModel& cost;       // core's
   const int index;
-  const Scenario& sc;
-  CostModel cost;
   int64_t usable_blocks = 0;
   bool schedule_pending = false;
   Tick step_start = 0;
@@ -77,9 +79,13 @@ class ClusterSim::Instance {
   int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
   double usage_area = 0, usage_max = 0, last_usage = 0;
   Tick last_step_end = -1;
-  int64_t steps = 0, preemptions = 0, requests = 0;
-  int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0;  // for the trace
+  int64_t requests = 0;
+  int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0, step_chunks = 0;  // trace
   std::vector<SimRequest*> finished;  // EndStep's output (reused every step)
+
+ private:
+  ClusterSim* sim_;
+  InstanceId id_;
 };
 
 struct ClusterSim::Transfer {
@@ -128,21 +134,36 @@ ClusterSim::~ClusterSim() = default;
 Status ClusterSim::Init() {
   const ClusterConfig& cc = sc_.cluster;
   workload_desc_ = workload_->Describe();
-  auto pk = EngineKvConfig(*cc.prefill.scenario, setup_.prefill_plan);
-  if (!pk.ok()) return Status::Error(pk.status().code(), "cluster.prefill: " + pk.status().message());
-  auto dk = EngineKvConfig(*cc.decode.scenario, setup_.decode_plan);
-  if (!dk.ok()) return Status::Error(dk.status().code(), "cluster.decode: " + dk.status().message());
+  // Each instance has its own draft acceptance stream.
+  auto build = [&](const Scenario& pool, const KvCachePlan& plan, InstanceRole role, int local,
+                   const char* where) -> Status {
+    const uint64_t fork = 0x5bec00 + static_cast<uint64_t>(local) +
+                          (role == InstanceRole::kPrefill ? 0 : 0x1000);
+    auto config = BuildInstanceConfig(pool, plan, role, Rng(sc_.seed).Fork(fork));
+    if (!config.ok()) {
+      return Status::Error(config.status().code(), std::string(where) + ": " +
+                                                       config.status().message());
+    }
+    const InstanceId id{static_cast<int32_t>(inst_.size())};
+    inst_.push_back(std::make_unique<Instance>(this, id, local, std::move(config.value())));
+    return Status::Ok();
+  };
   num_prefill_ = static_cast<int>(cc.prefill.count);
   for (int i = 0; i < num_prefill_; ++i) {
-    inst_.push_back(std::make_unique<Instance>(InstanceRole::kPrefill, i, *cc.prefill.scenario,
-                                               setup_.prefill_plan, pk.value(), sc_.seed));
+    if (Status s = build(*cc.prefill.scenario, setup_.prefill_plan, InstanceRole::kPrefill, i,
+                         "cluster.prefill");
+        !s.ok())
+      return s;
   }
   for (int i = 0; i < static_cast<int>(cc.decode.count); ++i) {
-    inst_.push_back(std::make_unique<Instance>(InstanceRole::kDecode, i, *cc.decode.scenario,
-                                               setup_.decode_plan, dk.value(), sc_.seed));
+    if (Status s = build(*cc.decode.scenario, setup_.decode_plan, InstanceRole::kDecode, i,
+                         "cluster.decode");
+        !s.ok())
+      return s;
   }
-  hash_block_ = cc.router.hash_block_tokens > 0 ? cc.router.hash_block_tokens
-                                                : pk.value().scheduler_block_size();
+  hash_block_ = cc.router.hash_block_tokens > 0
+                    ? cc.router.hash_block_tokens
+                    : inst_[0]->inst.kv().config().scheduler_block_size();
   auto pr = MakeRouter(cc.router.prefill, num_prefill_, cc.router.prefix_capacity_blocks,
                        cc.router.max_imbalance_tokens);
   if (!pr.ok()) return pr.status();
@@ -203,7 +224,7 @@ void ClusterSim::PullOpenLoop() {
 
 void ClusterSim::RequestSchedule(InstanceId i) {
   Instance& in = instance(i);
-  if (in.inst.step_in_flight() || in.schedule_pending) return;
+  if (in.core.step_in_flight() || in.schedule_pending) return;
   in.schedule_pending = true;
   Push(now_, EventKind::kSchedule, InstanceEvent{i});
 }
@@ -294,70 +315,72 @@ void ClusterSim::Run() {
 }
 
 void ClusterSim::OnSchedule(InstanceId i) {
+  using Kind = InstanceCore::ScheduleResult::Kind;
   Instance& in = instance(i);
   in.schedule_pending = false;
-  if (in.inst.step_in_flight() || in.inst.idle()) return;
-  const bool runs = in.inst.BeginStep();
-  const StepPlan& step = in.inst.step();
-  in.preemptions += static_cast<int64_t>(step.preempted.size());
-  if (!runs) {
-    if (SimRequest* head = in.inst.RejectStuckHead()) {
-      const RequestId id = head->id;
+  const InstanceCore::ScheduleResult r = in.core.Schedule(now_, in);
+  switch (r.kind) {
+    case Kind::kNothing:
+      return;
+    case Kind::kStarted:
+      Push(r.at, EventKind::kStepEnd, InstanceEvent{i});
+      return;
+    case Kind::kRetryAt:
+      in.schedule_pending = true;
+      Push(r.at, EventKind::kSchedule, InstanceEvent{i});
+      return;
+    case Kind::kRejected: {
+      const RequestId id = r.rejected->id;
       in.live.erase(id);
       Reject(id);
       RequestSchedule(i);
+      return;
     }
-    return;
   }
-  in.cost.Begin();
+}
+
+void ClusterSim::OnStepLaunched(Instance& in, const StepPlan& step, Tick start) {
   in.step_tokens = 0;
   in.step_admitted = 0;
   in.step_preempted = static_cast<int64_t>(step.preempted.size());
+  in.step_chunks = static_cast<int64_t>(step.scheduled.size());
   for (const ScheduledChunk& c : step.scheduled) {
-    in.cost.Add(c.num_tokens, c.num_computed_before);
     in.step_tokens += c.num_tokens;
     if (c.new_admission) ++in.step_admitted;
     PdRecord& rec = record_of(c.req->id);
     if (in.prefill() && c.new_admission && rec.prefill_start < 0) {
-      rec.prefill_start = now_;
+      rec.prefill_start = start;
       rec.prefill_hit_tokens = c.hit_tokens;
     }
   }
-  in.step_start = now_;
-  ++in.steps;
-  Push(now_ + in.cost.StepNanos(), EventKind::kStepEnd, InstanceEvent{i});
+  in.step_start = start;
+}
+
+void ClusterSim::OnTokens(Instance& in, SimRequest& r, int64_t n, std::vector<TokenId>& tokens,
+                          Tick seen) {
+  const RequestSpec& spec = specs_.at(r.id);
+  const int64_t vocab = workload_->vocab_size();
+  for (int64_t k = 0; k < n; ++k) {
+    tokens.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
+  }
+  // A prefill instance's one token is sampled and discarded (the proxy asked for it only to
+  // run the prompt): the user sees tokens from the decoder.
+  if (in.prefill()) return;
+  PdRecord& rec = record_of(r.id);
+  if (rec.first_token < 0) rec.first_token = seen;
+  Instance::Live& lv = Instance::LiveOf(r);
+  if (lv.last_emit >= 0) itl_.Add(seen - lv.last_emit);
+  lv.last_emit = seen;
 }
 
 void ClusterSim::OnStepEnd(InstanceId i) {
   Instance& in = instance(i);
-  const StepPlan& step = in.inst.step();
   if (trace_) {
-    trace_->Step(in.step_start, now_, in.step_tokens, static_cast<int64_t>(step.scheduled.size()),
-                 in.step_admitted, in.step_preempted, InstancePid(i));
+    trace_->Step(in.step_start, now_, in.step_tokens, in.step_chunks, in.step_admitted,
+                 in.step_preempted, InstancePid(i));
   }
-  const int64_t vocab = workload_->vocab_size();
-  // Decoded tokens reach the user after the output processor handles the step.
-  int64_t emitting = 0;
-  for (const ScheduledChunk& c : step.scheduled) emitting += c.samples ? 1 : 0;
-  const Tick seen = now_ + in.cost.OutputNanos(emitting);
   in.finished.clear();
-  in.inst.EndStep(
-      [&](SimRequest& r, const ScheduledChunk&, int64_t n, std::vector<TokenId>& tokens) {
-        const RequestSpec& spec = specs_.at(r.id);
-        for (int64_t k = 0; k < n; ++k) {
-          tokens.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
-        }
-        // A prefill instance's one token is sampled and discarded (the proxy asked for it
-        // only to run the prompt): the user sees tokens from the decoder.
-        if (in.prefill()) return;
-        PdRecord& rec = record_of(r.id);
-        if (rec.first_token < 0) rec.first_token = seen;
-        Instance::Live& lv = Instance::LiveOf(r);
-        if (lv.last_emit >= 0) itl_.Add(seen - lv.last_emit);
-        lv.last_emit = seen;
-      },
-      in.finished);
-  in.SampleKvUsage(now_);
+  in.core.EndStep(now_, in, in.finished);
   for (SimRequest* r : in.finished) {
     if (in.prefill()) {
       OnPrefillDone(i, r->id);
@@ -371,6 +394,10 @@ void ClusterSim::OnStepEnd(InstanceId i) {
         now_, in.inst.kv().usage(), static_cast<int64_t>(in.state().running.size()),
         static_cast<int64_t>(in.state().waiting.size()) + in.inst.num_incoming_waiting(),
         InstancePid(i));
+  }
+  if (const std::optional<Tick> end = in.core.Continue(now_, in)) {
+    Push(*end, EventKind::kStepEnd, InstanceEvent{i});
+    return;
   }
   RequestSchedule(i);
 }
@@ -389,6 +416,12 @@ void ClusterSim::SetTrace(TraceRecorder* trace) {
     const Instance& in = *inst_[i];
     trace_->NameProcess(InstancePid(InstanceId{static_cast<int32_t>(i)}),
                         fmt::format("{} {}", InstanceRoleName(in.inst.role()), in.index));
+  }
+}
+
+void ClusterSim::SetStepLog(const StepRecordSink* sink) {
+  for (const auto& in : inst_) {
+    in->core.SetStepLog(sink, fmt::format("{} {}", InstanceRoleName(in->inst.role()), in->index));
   }
 }
 
@@ -656,8 +689,8 @@ ClusterSummary ClusterSim::Summary() const {
       ps.lookups += st.requests;
       ps.query_tokens += st.query_tokens;
       ps.hit_tokens += st.hit_tokens;
-      ps.steps += in->steps;
-      ps.preemptions += in->preemptions;
+      ps.steps += in->core.steps();
+      ps.preemptions += in->core.preemptions();
       ps.spec_drafts += in->inst.drafts_scheduled();
       ps.spec_accepted += in->inst.drafts_accepted();
     }

@@ -40,7 +40,9 @@
 #include "sim/cluster/router.h"
 #include "sim/event.h"
 #include "sim/event_queue.h"
+#include "sim/instance/step_clock.h"
 #include "sim/metrics.h"
+#include "sim/scheduler/scheduler.h"
 #include "sim/scenario_config.h"
 #include "sim/trace_export.h"
 #include "sim/workload/i_workload.h"
@@ -126,6 +128,10 @@ class ClusterSim {
   // on the wire, and "requests" shows each request's queue, prefill, transfer (with the
   // wait for decode blocks and the wire time nested inside), first decode and decode.
   void SetTrace(TraceRecorder* trace);
+  // Writes one step-log record per executed step of every instance (docs/step-log.md), each
+  // tagged with its instance ("prefill 0", "decode 1"); request ids are the cluster's. Not
+  // owned; must outlive Run().
+  void SetStepLog(const StepRecordSink* sink);
   void Run();
   ClusterSummary Summary() const;
   const std::vector<PdRecord>& records() const { return records_; }
@@ -158,6 +164,9 @@ class ClusterSim {
   void OnArrival(RequestId id);
   void OnSchedule(InstanceId inst);  // a decision on instance `inst`; a non-empty one starts a step
   void OnStepEnd(InstanceId inst);
+  // Instance i's observer calls (InstanceCore): a step started, a request produced tokens.
+  void OnStepLaunched(Instance& in, const StepPlan& step, Tick start);
+  void OnTokens(Instance& in, SimRequest& r, int64_t n, std::vector<TokenId>& tokens, Tick seen);
   void OnPrefillDone(InstanceId p, RequestId id);
   void TryReserve(InstanceId d);
   void OnWireStart(RequestId id);

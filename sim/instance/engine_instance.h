@@ -16,7 +16,7 @@
 // (vLLM caches them when the output arrives, for requests still running), so a finished
 // request keeps its blocks and running slot through the next decision.
 //
-// Roles and the step cycle (sync scheduling; the cluster's instances use these):
+// Roles and the step cycle (InstanceCore, sim/instance/instance_core.h, drives them):
 //   Admit(r, prompt)      colocated/prefill: Add (a prefill request has max_tokens = 1, as
 //                         vLLM's P/D proxy sends it); decode: registered with the KV manager
 //                         and queued for blocks to receive the prompt's KV into
@@ -24,11 +24,12 @@
 //                         (less its own prefix hit), or waits (FIFO, head-of-line)
 //   ResumeWithKv(r)       decode: the transferred KV is usable; r joins RUNNING with every
 //                         prompt token but the last computed (vLLM replays it for logits)
-//   BeginStep()           one decision into step(); the step is in flight when non-empty
-//   EndStep(emit, done)   drafts verified (set_drafts), the step's tokens applied, the next
-//                         step's drafts set; finished requests leave RUNNING and free their
-//                         blocks, except on a prefill instance, where they keep them until
-//                         Release(r) (the decoder has read them)
+//   Decide(plan)          one decision
+//   ApplyStepOutputs(...) drafts verified (set_drafts), the step's tokens applied, the next
+//                         step's drafts set
+//   ReleaseOrHoldFinished finished requests leave RUNNING and free their blocks, except on
+//                         a prefill instance, where they keep them until Release(r) (the
+//                         decoder has read them)
 //   RejectStuckHead()     after a decision that ran nothing: the head that never will run
 // Blocks held for a transfer (a prefill's finished prompts, a decoder's reservations) come
 // back without this instance running a step.
@@ -234,16 +235,6 @@ class EngineInstance {
     state_.running.push_back(r);
   }
 
-  // Decides the next step into step() (call when no step is in flight and the instance is
-  // not idle): Decide, so the KV manager learns a new step starts. Returns true when the
-  // step has work; it is then in flight until EndStep.
-  bool BeginStep() {
-    KVSIM_CHECK(!step_in_flight_ && !idle() && !params_.async_scheduling);
-    Decide(step_);
-    step_in_flight_ = !step_.empty();
-    return step_in_flight_;
-  }
-
   // Speculative decoding: every decode step of a running request carries
   // `num_speculative_tokens` drafts (none past its max_output_tokens), each accepted with
   // `acceptance_rate`, drawn from `rng`. Without a call, the instance never drafts.
@@ -287,25 +278,15 @@ class EngineInstance {
     }
   }
 
-  // Ends the step in flight: ApplyStepOutputs over step(), then the KV usage is sampled
-  // (step_end_kv_usage) and the finished requests free their blocks, except on a prefill
-  // instance: there the KV waits for Release(r).
-  template <class Emit>
-  void EndStep(Emit&& emit, std::vector<SimRequest*>& finished) {
-    KVSIM_CHECK(step_in_flight_);
-    step_in_flight_ = false;
-    const size_t first = finished.size();
-    ApplyStepOutputs(step_, emit, finished);
-    // The one KV-usage measurement point: the step's blocks, finished requests' included.
-    step_end_kv_usage_ = mgr_.usage();
-    const auto done = std::span<SimRequest* const>(finished).subspan(first);
+  // The requests of a step that finished (ApplyStepOutputs' `finished`) leave RUNNING: they
+  // free their blocks, except on a prefill instance, where they keep them until Release(r)
+  // (the decoder has read them).
+  void ReleaseOrHoldFinished(std::span<SimRequest* const> finished) {
     if (role_ == InstanceRole::kPrefill) {
-      HoldFinished(done);
+      HoldFinished(finished);
     } else {
-      ReleaseFinished(done);
+      ReleaseFinished(finished);
     }
-    step_.scheduled.clear();
-    step_.preempted.clear();
   }
 
   // The rule that keeps a run from hanging, for every driver. Call it after a decision that
@@ -317,7 +298,6 @@ class EngineInstance {
   // instance's prompts not yet read, a decoder's reservations). A colocated instance holds
   // none, so for the Engine the rule is "nothing runs and a request waits".
   SimRequest* RejectStuckHead() {
-    KVSIM_CHECK(!step_in_flight_);
     if (!state_.running.empty() || state_.num_waiting() == 0 || holds_for_transfers()) {
       return nullptr;
     }
@@ -336,8 +316,6 @@ class EngineInstance {
   }
 
   InstanceRole role() const { return role_; }
-  const StepPlan& step() const { return step_; }
-  bool step_in_flight() const { return step_in_flight_; }
   // Decode: admitted requests waiting for blocks, and reservations whose KV is not usable yet.
   int64_t num_incoming_waiting() const { return static_cast<int64_t>(incoming_.size()); }
   int64_t num_incoming_reserved() const { return reserved_; }
@@ -345,11 +323,7 @@ class EngineInstance {
   int64_t num_held() const { return held_; }
   // Blocks that will come back without this instance running a step.
   bool holds_for_transfers() const { return held_ > 0 || reserved_ > 0; }
-  // The pool's usage (vLLM's 1 - free / (num_blocks - 1)) when the last step ended: after its
-  // tokens were applied, before finished requests freed their blocks. The Engine samples
-  // its Metrics::StepEnd at the same point, between ApplyTokens and ReleaseFinished.
-  double step_end_kv_usage() const { return step_end_kv_usage_; }
-  // Drafts verified by EndStep so far, and how many of them were accepted.
+  // Drafts verified by ApplyStepOutputs so far, and how many of them were accepted.
   int64_t drafts_scheduled() const { return drafts_scheduled_; }
   int64_t drafts_accepted() const { return drafts_accepted_; }
 
@@ -379,8 +353,6 @@ class EngineInstance {
   IKvConnector* connector_ = nullptr;
   std::vector<TokenId> tokens_;
   InstanceRole role_ = InstanceRole::kColocated;
-  StepPlan step_;  // BeginStep's decision; in flight until EndStep
-  bool step_in_flight_ = false;
   // Decode: admitted, waiting for blocks to receive into (FIFO); and reserved, KV in flight.
   std::deque<SimRequest*> incoming_;
   int64_t reserved_ = 0;
@@ -389,7 +361,6 @@ class EngineInstance {
   double acceptance_rate_ = 0;
   Rng accept_rng_{0};
   int64_t drafts_scheduled_ = 0, drafts_accepted_ = 0;
-  double step_end_kv_usage_ = 0;
 };
 
 }  // namespace kvsim

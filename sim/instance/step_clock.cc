@@ -94,7 +94,10 @@ void AppendIdList(std::string& out, const std::vector<int32_t>& ids, const Reque
 std::string RecordJson(const StepRecord& r, const RequestNames& names) {
   std::string out;
   out.reserve(64 + 32 * r.scheduled.size());
-  out += fmt::format("{{\"step\": {}, \"scheduled\": [", r.step);
+  out += fmt::format("{{\"step\": {}, ", r.step);
+  // An instance of a pool (P/D, DP ranks) tags its records; its steps count on their own.
+  if (!r.instance.empty()) out += fmt::format("\"instance\": \"{}\", ", r.instance);
+  out += "\"scheduled\": [";
   for (size_t i = 0; i < r.scheduled.size(); ++i) {
     const StepRecord::Chunk& c = r.scheduled[i];
     if (i) out += ", ";
@@ -544,26 +547,27 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
       const bool more = next < n;
       const int64_t arrival = more ? requests[static_cast<size_t>(order[next])].arrival_step : step;
       if (!more || arrival > step) {
-        // The engine runs out of requests before the next arrival (or for good). vLLM's engine
-        // first makes one more decision for the requests that just finished (they are still in
-        // finished_req_ids; no record; with nothing tracked left unfinished the connector
-        // flushes every copy, and latest plans the finished requests' last stores), then drains
-        // its batch queue — async: the outputs of the step still in flight, then this
-        // decision's — and only then waits for the next request. So a later arrival's decision
-        // never precedes the pending step's outputs (docs/step-log.md, "A finished
+        // The engine runs out of requests before the next arrival (or for good). Async: the
+        // step still in flight (empty: every request had its final token in flight) has its
+        // outputs applied and its record completed first. Then the engine makes one more
+        // decision for the requests that just finished (they are still in finished_req_ids;
+        // no record; with nothing tracked left unfinished the connector flushes every copy,
+        // and latest plans the finished requests' last stores), and only then waits for the
+        // next request. So the empty step's record does not count the flush decision's stores,
+        // and a later arrival's decision never precedes either (docs/step-log.md, "A finished
         // request's last stores, empty steps and idle gaps").
-        const bool flush = offload && (offload->busy() || !finished_since_decision.empty());
-        if (flush) {
-          offload->BeginDecision(step);
-          inst.Decide(plan);
-          offload_decision(plan, nullptr);
-        }
         if (async && have_pending) {
           apply(pending->record, pending->plan);
           emit(pending->record);
           have_pending = false;
         }
-        if (flush) offload->ApplyOutput(step);
+        const bool flush = offload && (offload->busy() || !finished_since_decision.empty());
+        if (flush) {
+          offload->BeginDecision(step);
+          inst.Decide(plan);
+          offload_decision(plan, nullptr);
+          offload->ApplyOutput(step);
+        }
         if (!more) break;
         step = arrival;
       }

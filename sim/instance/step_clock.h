@@ -83,6 +83,9 @@ struct StepRecord {
     int64_t hit = -1;        // prefix hit when taken from WAITING this step, else -1
   };
   int64_t step = 0;
+  // The instance of a pool that ran the step ("prefill 0", "decode 1", "dp 2"); empty for a
+  // single instance (and then not written).
+  std::string instance;
   std::vector<Chunk> scheduled;     // scheduler order: running first, then admissions
   std::vector<int32_t> preempted;   // in preemption order
   std::vector<int32_t> finished;    // sampled their max_tokens-th token this step

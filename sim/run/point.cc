@@ -84,7 +84,8 @@ PointResult RunPoint(int64_t index, const Labels& labels, const ConfigNode& tree
   StepRecordSink step_sink = [&](const StepRecord& rec) {
     if (step_log.is_open()) step_log << StepRecordJson(rec) << '\n';
     if (!progress) return;
-    finished += static_cast<int64_t>(rec.finished.size());
+    // A prefill instance's "finished" is a prompt handed to a decoder, not a request done.
+    if (rec.instance.rfind("prefill", 0) != 0) finished += static_cast<int64_t>(rec.finished.size());
     const auto now = std::chrono::steady_clock::now();
     if (now - t0 < std::chrono::seconds(2) || now - last < std::chrono::seconds(1)) return;
     last = now;

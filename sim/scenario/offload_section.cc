@@ -55,54 +55,5 @@ void ParseOffloadSection(ConfigReader& cache, OffloadSection& out) {
   r.Finish();
 }
 
-int64_t GpuBlockBytesAllRanks(const KvCachePlan& plan) {
-  if (plan.num_blocks <= 0) return 0;
-  return plan.total_bytes() / plan.num_blocks * plan.config.tp;
-}
-
-Result<OffloadConnectorConfig> ScenarioOffloadConfig(const Scenario& sc, const KvCachePlan& plan) {
-  const OffloadSection& off = sc.offload;
-  auto fail = [&](const std::string& key, const Status& s) {
-    return Status::Error(s.code(), sc.Where(key) + ": " + key + ": " + s.message());
-  };
-  auto kv = KvCacheManagerConfigFromPlan(plan);
-  if (!kv.ok()) return fail("cache", kv.status());
-  auto policy = ParseCpuEvictionPolicyKind(off.eviction_policy);
-  if (!policy.ok()) return fail("cache.offload.eviction_policy", policy.status());
-  OffloadOptions o;
-  o.offload_block_size = off.block_size;
-  o.eviction_policy = *policy;
-  o.store_threshold = off.store_threshold;
-  o.max_tracker_size = off.max_tracker_size;
-  // Bytes are counted below; an empty tier is checked like a real one, then emptied.
-  o.num_cpu_blocks = off.cpu_bytes > 0 || off.empty() ? 1 : off.num_cpu_blocks;
-  auto cfg = MakeOffloadConnectorConfig(*kv, o);
-  if (!cfg.ok()) {
-    const std::string& code = cfg.status().code();
-    const std::string key = code == kOffloadErrBlockSize     ? "cache.offload.block_size"
-                            : code == kOffloadErrMambaAlign  ? "cache.mamba_cache_mode"
-                            : code == kOffloadErrNumCpuBlocks ? "cache.offload.num_cpu_blocks"
-                                                              : "cache.offload";
-    return fail(key, cfg.status());
-  }
-  if (off.empty()) cfg->tier.num_blocks = 0;
-  if (off.cpu_bytes > 0) {
-    const int64_t block_bytes = GpuBlockBytesAllRanks(plan);
-    if (block_bytes <= 0)
-      return fail("cache.offload.cpu_bytes",
-                  Status::Error("bad_value", "the plan has no KV bytes per block to offload"));
-    const int64_t n = NumCpuBlocksFromBytes(off.cpu_bytes, block_bytes, cfg->block_size_factor,
-                                            plan.config.semantics);
-    if (n < 1)
-      return fail("cache.offload.cpu_bytes",
-                  Status::Error("bad_value",
-                                std::to_string(off.cpu_bytes) +
-                                    " bytes hold no offloaded block (one takes " +
-                                    std::to_string(block_bytes * cfg->block_size_factor) +
-                                    " bytes)"));
-    cfg->tier.num_blocks = n;
-  }
-  return cfg;
-}
 
 }  // namespace kvsim

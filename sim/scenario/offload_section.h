@@ -8,7 +8,7 @@
 //   store_threshold              store a block only after this many lookups (< 2: always)
 //   max_tracker_size             entries of the lookup counter behind store_threshold
 // Parsed into OffloadSection (sim/scenario_config.h) with the cache section; checked against the KV
-// cache plan by ScenarioOffloadConfig, which mirrors vLLM's assertions with file:line:key errors.
+// cache plan by ScenarioOffloadConfig (sim/instance_builder.h), which mirrors vLLM's assertions with file:line:key errors.
 #pragma once
 
 #include <cstdint>
@@ -23,14 +23,5 @@ namespace kvsim {
 
 // Reads cache.offload from the cache section's reader.
 void ParseOffloadSection(ConfigReader& cache, OffloadSection& out);
-
-// The offloading connector configuration of a scenario with cache.offload, given its plan.
-// cpu_bytes becomes blocks as vLLM's CPUOffloadingSpec counts them (classic floor; latest
-// rounds the offloaded block's bytes up to 4096). Errors name the file, line and key.
-Result<OffloadConnectorConfig> ScenarioOffloadConfig(const Scenario& sc, const KvCachePlan& plan);
-
-// One GPU block across all layers and TP ranks, in bytes, as vLLM's offloading spec computes
-// it: (Σ KV tensor bytes // num_gpu_blocks) · world size.
-int64_t GpuBlockBytesAllRanks(const KvCachePlan& plan);
 
 }  // namespace kvsim

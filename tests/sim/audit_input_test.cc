@@ -10,7 +10,7 @@
 
 #include "sim/config/config_tree.h"
 #include "sim/engine.h"
-#include "sim/engine_common.h"
+#include "sim/instance_builder.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/trace/request_trace.h"
 

@@ -1,6 +1,6 @@
 // EngineInstance in the roles a P/D cluster gives it (sim/instance/engine_instance.h): the
 // decoder's FIFO reservations and resume with transferred KV, the prefill instance's held
-// prompts, and BeginStep deciding exactly as the Engine's Decide. Hand-worked block counts
+// prompts, and a prefill instance deciding exactly as a colocated one. Hand-worked block counts
 // on a 16-token, 20-block pool (19 usable: block 0 is the null block).
 #include <catch2/catch_test_macros.hpp>
 #include <numeric>
@@ -38,17 +38,34 @@ SimRequest Request(int64_t id, int64_t max_output_tokens) {
   return r;
 }
 
-// Ends the step in flight, emitting `n` copies of token 7 for each sampling chunk.
-std::vector<SimRequest*> End(EngineInstance& inst) {
-  std::vector<SimRequest*> finished;
-  inst.EndStep([](SimRequest&, const ScheduledChunk&, int64_t n,
-                  std::vector<TokenId>& tokens) { tokens.assign(static_cast<size_t>(n), 7); },
-               finished);
-  return finished;
-}
+// One step of an instance as InstanceCore drives it (sim/instance/instance_core.h): a
+// decision, then its outputs, emitting `n` copies of token 7 for each sampling chunk; the
+// finished requests free their blocks (or, on a prefill instance, hold them).
+struct Stepper {
+  EngineInstance& inst;
+  StepPlan plan;
+  bool Begin() {
+    inst.Decide(plan);
+    return !plan.empty();
+  }
+  std::vector<SimRequest*> End() {
+    std::vector<SimRequest*> finished;
+    inst.ApplyStepOutputs(plan,
+                          [](SimRequest&, const ScheduledChunk&, int64_t n,
+                             std::vector<TokenId>& tokens) {
+                            tokens.assign(static_cast<size_t>(n), 7);
+                          },
+                          finished);
+    inst.ReleaseOrHoldFinished(finished);
+    plan.scheduled.clear();
+    plan.preempted.clear();
+    return finished;
+  }
+};
 
 TEST_CASE("decode instance: FIFO reservations, resume with prompt - 1 computed, own hits") {
   EngineInstance inst(FullAttention(20), Params(), InstanceRole::kDecode);
+  Stepper s{inst, {}};
   SimRequest x = Request(0, 2), y = Request(1, 1), z = Request(2, 1);
   inst.Admit(&x, Range(0, 100));     // 7 blocks
   inst.Admit(&y, Range(1000, 200));  // 13 blocks
@@ -68,14 +85,14 @@ TEST_CASE("decode instance: FIFO reservations, resume with prompt - 1 computed, 
   CHECK(inst.state().running == std::vector<SimRequest*>{&x});
 
   // Step 1 replays the last prompt token and samples the first output; step 2 the second.
-  REQUIRE(inst.BeginStep());
-  REQUIRE(inst.step().scheduled.size() == 1);
-  CHECK(inst.step().scheduled[0].num_tokens == 1);
-  CHECK(inst.step().scheduled[0].samples);
-  CHECK(End(inst).empty());
+  REQUIRE(s.Begin());
+  REQUIRE(s.plan.scheduled.size() == 1);
+  CHECK(s.plan.scheduled[0].num_tokens == 1);
+  CHECK(s.plan.scheduled[0].samples);
+  CHECK(s.End().empty());
   CHECK(x.num_output_tokens == 1);
-  REQUIRE(inst.BeginStep());
-  CHECK(End(inst) == std::vector<SimRequest*>{&x});
+  REQUIRE(s.Begin());
+  CHECK(s.End() == std::vector<SimRequest*>{&x});
   CHECK(x.num_output_tokens == 2);
   CHECK(inst.kv().num_free_blocks() == 19);  // freed; its 6 full blocks stay cached
 
@@ -83,8 +100,8 @@ TEST_CASE("decode instance: FIFO reservations, resume with prompt - 1 computed, 
   CHECK(inst.ReserveIncoming() == &y);
   CHECK(inst.kv().num_free_blocks() == 6);
   inst.ResumeWithKv(&y);
-  REQUIRE(inst.BeginStep());
-  CHECK(End(inst) == std::vector<SimRequest*>{&y});
+  REQUIRE(s.Begin());
+  CHECK(s.End() == std::vector<SimRequest*>{&y});
   CHECK(inst.kv().num_free_blocks() == 19);
   // Z repeats X's prompt: the decoder's cache still holds X's 6 full blocks (96 tokens), which
   // are not transferred; Z takes them and one new block.
@@ -98,12 +115,13 @@ TEST_CASE("decode instance: FIFO reservations, resume with prompt - 1 computed, 
 
 TEST_CASE("prefill instance: max_tokens 1, finished prompts keep their blocks until read") {
   EngineInstance inst(FullAttention(20), Params(), InstanceRole::kPrefill);
+  Stepper s{inst, {}};
   SimRequest a = Request(0, 50);
   inst.Admit(&a, Range(0, 100));
   CHECK(a.max_output_tokens == 1);  // what vLLM's P/D proxy asks the prefill instance for
-  REQUIRE(inst.BeginStep());
-  CHECK(inst.step().scheduled[0].num_tokens == 100);
-  CHECK(End(inst) == std::vector<SimRequest*>{&a});
+  REQUIRE(s.Begin());
+  CHECK(s.plan.scheduled[0].num_tokens == 100);
+  CHECK(s.End() == std::vector<SimRequest*>{&a});
   CHECK(a.status == RequestStatus::kFinished);
   CHECK(inst.state().running.empty());
   CHECK(inst.idle());
@@ -120,9 +138,8 @@ TEST_CASE("prefill instance: max_tokens 1, finished prompts keep their blocks un
 // pool. Step 1 runs A's first chunk, which the align split stops at 96 (the last cacheable
 // boundary), and caches the Mamba state there. B's lookup then hits 96 tokens, but on a state
 // cached in this very step: it waits a step (vLLM; core test LH 7). Step 2: A's last 4
-// tokens and B's 4 after its hit. The Engine's instance (Decide) and a cluster instance
-// (BeginStep) decide the same.
-TEST_CASE("BeginStep decides as Decide: a Mamba hit cached in the same step waits a step") {
+// tokens and B's 4 after its hit. A colocated instance and a prefill instance decide the same.
+TEST_CASE("a prefill instance decides as a colocated one: a Mamba hit cached in the same step waits a step") {
   auto cfg = KvCacheManagerConfigFromHybrid("mamba-align", 16, 200);
   REQUIRE(cfg.ok());
   SchedulerParams params = Params();
@@ -130,6 +147,7 @@ TEST_CASE("BeginStep decides as Decide: a Mamba hit cached in the same step wait
   for (const InstanceRole role : {InstanceRole::kColocated, InstanceRole::kPrefill}) {
     INFO(InstanceRoleName(role));
     EngineInstance inst(cfg.value(), params, role);
+    Stepper s{inst, {}};
     SimRequest a = Request(0, 1), b = Request(1, 1);
     inst.Admit(&a, Range(0, 100));
     inst.Admit(&b, Range(0, 100));
@@ -137,8 +155,8 @@ TEST_CASE("BeginStep decides as Decide: a Mamba hit cached in the same step wait
       if (role == InstanceRole::kColocated) {
         inst.Decide(plan);  // the Engine's call
       } else {
-        REQUIRE(inst.BeginStep());
-        plan = inst.step();
+        REQUIRE(s.Begin());
+        plan = s.plan;
       }
     };
     auto apply = [&](const StepPlan& plan) {
@@ -148,7 +166,7 @@ TEST_CASE("BeginStep decides as Decide: a Mamba hit cached in the same step wait
             plan, [](SimRequest&, const ScheduledChunk&, std::vector<TokenId>& t) { t = {7}; },
             finished);
       } else {
-        End(inst);
+        s.End();
       }
     };
     StepPlan plan;
@@ -179,18 +197,19 @@ TEST_CASE("one stuck-head rule: nothing runs and nothing held for a transfer") {
   for (const InstanceRole role : {InstanceRole::kColocated, InstanceRole::kPrefill}) {
     INFO(InstanceRoleName(role));
     EngineInstance inst(FullAttention(100), params, role);
+    Stepper step{inst, {}};
     SimRequest a = Request(0, 1), s = Request(1, 1);
     inst.Admit(&a, Range(0, 100));
     inst.Admit(&s, Range(1000, 600));
-    REQUIRE(inst.BeginStep());
-    REQUIRE(inst.step().scheduled.size() == 1);
-    CHECK(inst.step().scheduled[0].req == &a);
-    End(inst);
-    CHECK_FALSE(inst.BeginStep());
+    REQUIRE(step.Begin());
+    REQUIRE(step.plan.scheduled.size() == 1);
+    CHECK(step.plan.scheduled[0].req == &a);
+    step.End();
+    CHECK_FALSE(step.Begin());
     if (role == InstanceRole::kPrefill) {
       CHECK(inst.RejectStuckHead() == nullptr);  // A's 7 blocks are still held
       inst.Release(&a);
-      CHECK_FALSE(inst.BeginStep());
+      CHECK_FALSE(step.Begin());
     }
     CHECK(inst.RejectStuckHead() == &s);
     CHECK(inst.idle());
@@ -201,14 +220,15 @@ TEST_CASE("one stuck-head rule: nothing runs and nothing held for a transfer") {
   // A decoder: while a reservation is out, its transfer will arrive and the blocks with it,
   // so a waiting request that cannot run yet is not rejected.
   EngineInstance dec(FullAttention(100), params, InstanceRole::kDecode);
+  Stepper dstep{dec, {}};
   SimRequest x = Request(0, 4), w = Request(1, 1);
   dec.Admit(&x, Range(0, 100));
   REQUIRE(dec.ReserveIncoming() == &x);
   dec.Add(&w, Range(1000, 600));  // stands in for a request back in WAITING (preempted)
-  CHECK_FALSE(dec.BeginStep());
+  CHECK_FALSE(dstep.Begin());
   CHECK(dec.RejectStuckHead() == nullptr);  // X's KV is in flight
   dec.ResumeWithKv(&x);
-  REQUIRE(dec.BeginStep());  // X runs: nothing is stuck while something runs
+  REQUIRE(dstep.Begin());  // X runs: nothing is stuck while something runs
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "sim/scenario/offload_section.h"
+#include "sim/instance_builder.h"
 #include "sim/scenario/scenario_loader.h"
 
 namespace kvsim {

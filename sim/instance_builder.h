@@ -1,0 +1,56 @@
+// A scenario (or one pool of a P/D scenario) made into the config of one simulated vLLM
+// instance (sim/instance/instance_core.h): the one place where the scenario's cache,
+// scheduler, spec and offload sections become the KV manager's config, the scheduler's
+// params, the drafter and the CPU tier. Every driver builds its instances here; the instance
+// itself never sees the Scenario.
+#pragma once
+
+#include <cstdint>
+
+#include "core/kv_cache_manager.h"
+#include "core/offload/offload_config.h"
+#include "core/page_planner.h"
+#include "core/status.h"
+#include "sim/instance/instance_core.h"
+#include "sim/scenario_config.h"
+#include "sim/scheduler/scheduler.h"
+#include "sim/workload/rng.h"
+
+namespace kvsim {
+
+// Data parallelism until the pools run one instance per rank behind vLLM's load balancer:
+// one engine with the ranks' limits and KV pools taken together (max_num_seqs,
+// max_num_batched_tokens and the blocks times parallel.dp), i.e. dp ranks kept perfectly
+// balanced; the cost model prices a step at tokens / dp per rank, and MoE experts see every
+// rank's tokens (the ranks run in lock-step). 1 for a P/D cluster's instances.
+int64_t DpRanks(const Scenario& sc);
+
+// The manager config for `plan`, with the scenario's token budget and (when it drafts) its
+// EAGLE flag, validated. A pool the manager cannot hold (2^30 blocks or more) is an error at
+// the file, line and key that sized it (cache.num_gpu_blocks if given, else
+// cache.kv_memory_bytes).
+Result<KvCacheManagerConfig> EngineKvConfig(const Scenario& sc, const KvCachePlan& plan);
+
+// The scheduler's params from the scenario's scheduler sections. max_model_len is the
+// plan's (2^40 when the plan leaves it open); `num_speculative_tokens` is the drafts per
+// decode step (0 for an instance that never decodes) and sets the lookahead (+1 for DFlash).
+SchedulerParams EngineSchedulerParams(const Scenario& sc, const KvCachePlan& plan,
+                                      const KvCacheManagerConfig& kv_config,
+                                      int64_t num_speculative_tokens);
+
+// The offloading connector configuration of a scenario with cache.offload, given its plan.
+// cpu_bytes becomes blocks as vLLM's CPUOffloadingSpec counts them (classic floor; latest
+// rounds the offloaded block's bytes up to 4096). Errors name the file, line and key.
+Result<OffloadConnectorConfig> ScenarioOffloadConfig(const Scenario& sc, const KvCachePlan& plan);
+
+// One GPU block across all layers and TP ranks, in bytes, as vLLM's offloading spec computes
+// it: (Σ KV tensor bytes // num_gpu_blocks) · world size.
+int64_t GpuBlockBytesAllRanks(const KvCachePlan& plan);
+
+// The whole instance: `plan` is the scenario's (a colocated instance takes DpRanks' pools
+// together), `role` says what it runs (a prefill instance never drafts), `accept_rng` is its
+// draft acceptance stream. Errors name the scenario's file, line and key.
+Result<InstanceConfig> BuildInstanceConfig(const Scenario& sc, KvCachePlan plan,
+                                           InstanceRole role, Rng accept_rng);
+
+}  // namespace kvsim
