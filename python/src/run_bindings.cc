@@ -1,6 +1,7 @@
 // run, sweep and load_tree: the steps of `kvsim run` and `kvsim sweep` (apps/kvsim/cmd_run.cc,
 // cmd_sweep.cc) over the same library functions, so that the CSVs are byte-identical to the
 // CLI's. The simulation runs without the GIL; progress calls back into Python with it.
+#include <fmt/format.h>
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
