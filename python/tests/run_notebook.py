@@ -40,7 +40,13 @@ def main(notebook, out_dir):
 
     assert data["pack_size"] == [1, 2, 4, 8]
     hit = data["hit_rate"]
-    assert all(b >= a for a, b in zip(hit, hit[1:])) and hit[-1] > hit[0], hit
+    # By hand: the 2000-token system prompt is cached in whole blocks of B tokens, so a
+    # request hits floor(2000 / B) · B of its ~2060 prompt tokens (60 its own, on average):
+    # B = 1056, 528, 272, 144 → 0.513, 0.769, 0.924, 0.909. It rises to pack 4 and falls at
+    # pack 8 (13 · 144 = 1872 < 7 · 272 = 1904); the first request of a run hits nothing.
+    want = [(2000 // b) * b / 2060 for b in (1056, 528, 272, 144)]
+    assert all(abs(h - w) < 0.02 for h, w in zip(hit, want)), (hit, want)
+    assert hit[0] < hit[1] < hit[2] and hit[3] < hit[2], hit
     for key in ("hit_rate_ci95", "ttft_ms_ci95", "ttft_ms", "hit_rate"):
         assert all(math.isfinite(v) and v >= 0 for v in data[key]), (key, data[key])
 
@@ -57,7 +63,7 @@ def main(notebook, out_dir):
         assert 0 < v["real_page_bytes"] <= v["page_bytes"]
 
     for pack, s in data["steps"].items():
-        one = kvsim.run(set={**data["overrides"], "cache.attn_pack_size": int(pack)},
+        one = kvsim.run(set={**data["overrides"], "cache.attn_pack_size": int(pack)}, seeds=1,
                         progress=False).points
         assert s["finished"] == int(one["finished"][0]) and s["steps"] == int(one["steps"][0])
     print("notebook: ok", json.dumps({"hit_rate": hit}))

@@ -27,8 +27,8 @@ def test_run_csv_is_byte_identical_to_the_cli(cli, tmp_path):
 
 
 def test_run_out_dir_writes_what_the_cli_writes(cli, tmp_path):
-    cli("run", *SMALL_SETS, "-o", tmp_path / "cli")
-    kvsim.run(set=SMALL, out=tmp_path / "py", progress=False)
+    cli("run", *SMALL_SETS, "--seeds", "1", "-o", tmp_path / "cli")
+    kvsim.run(set=SMALL, seeds=1, out=tmp_path / "py", progress=False)
     for f in ["summary.csv", "scenario.resolved.yaml", "points/0002/requests.csv",
               "points/0002/metrics.json"]:
         assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
@@ -37,8 +37,8 @@ def test_run_out_dir_writes_what_the_cli_writes(cli, tmp_path):
 
 
 def test_sweep_csv_is_byte_identical_to_the_cli(cli, tmp_path):
-    cli("sweep", *SMALL_SETS, "-o", tmp_path / "cli")
-    s = kvsim.sweep(set=SMALL, out=tmp_path / "py", jobs=2, progress=False)
+    cli("sweep", *SMALL_SETS, "--seeds", "2", "-o", tmp_path / "cli")
+    s = kvsim.sweep(set=SMALL, seeds=2, out=tmp_path / "py", jobs=2, progress=False)
     assert (tmp_path / "py" / "sweep.csv").read_bytes() == (tmp_path / "cli" / "sweep.csv").read_bytes()
     assert s.failed == [] and list(s.points["cache.attn_pack_size"]) == [1, 2, 4, 8]
 
@@ -60,7 +60,7 @@ def test_points_columns_are_documented():
 def test_replicate_interval_is_student_t_over_single_seed_runs():
     # Seeds 1..3 run one at a time, combined by hand: mean ± t(0.975, 2) · s / √3.
     t975_2 = 4.302652729911275
-    one = [kvsim.run(set={**SMALL, "seed": s, "cache.attn_pack_size": 2}, progress=False)
+    one = [kvsim.run(set={**SMALL, "seed": s, "cache.attn_pack_size": 2}, seeds=1, progress=False)
            .points["prefix_hit_rate"][0] for s in (1, 2, 3)]
     r = kvsim.run(set={**SMALL, "cache.attn_pack_size": 2}, seeds=3, progress=False)
     mean = sum(one) / 3
@@ -71,7 +71,7 @@ def test_replicate_interval_is_student_t_over_single_seed_runs():
 
 
 def test_requests_and_steps_agree_with_the_points():
-    r = kvsim.run(set={**SMALL, "cache.attn_pack_size": 4}, steps=True, progress=False)
+    r = kvsim.run(set={**SMALL, "cache.attn_pack_size": 4}, seeds=1, steps=True, progress=False)
     finished = int(r.points["finished"][0])
     assert (r.requests["status"] == "finished").sum() == finished
     assert r.steps["num_finished"].sum() == finished
@@ -104,7 +104,7 @@ def test_errors_carry_the_cli_text(cli, tmp_path):
 
 def test_scenario_object_runs_with_its_overrides():
     sc = kvsim.Scenario.load().set("workload.num_requests", 80).set("cache.attn_pack_size", 8)
-    r = kvsim.run(sc, progress=False)
+    r = kvsim.run(sc, seeds=2, progress=False)
     assert len(r.points) == 1 and r.points["attn_block_size"][0] == 144
 
 
@@ -144,7 +144,7 @@ def test_run_releases_the_gil():
     gaps, last = [], time.monotonic()
 
     def work():
-        kvsim.run(set={"workload.num_requests": 400}, progress=False)
+        kvsim.run(progress=False)
         done.set()
 
     t0 = time.monotonic()
