@@ -14,6 +14,9 @@ packages=(
   libyaml-cpp-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libbenchmark-dev libxxhash-dev libssl-dev
   xvfb xauth libgl1-mesa-dri python3-matplotlib
+  # The Python module (python/) and its tests and notebook (ctest: py_tests, notebook_*).
+  pybind11-dev python3-pybind11 python3-dev python3-pandas python3-pytest
+  python3-nbclient python3-nbconvert python3-nbformat python3-ipykernel
 )
 # --slurm: also a one-node Slurm (munge, slurmctld, slurmd), for the `slurm` test label
 # (tests/cli/slurm_test.sh starts and stops its own daemons; nothing is enabled as a service).

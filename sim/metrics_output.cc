@@ -122,6 +122,10 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
       !s.ok()) {
     return s;
   }
+  return WriteFileAtomically(dir + "/requests.csv", RequestsCsv(e));
+}
+
+std::string RequestsCsv(const Engine& e) {
   std::string csv =
       "id,group,turn,arrival_ms,first_scheduled_ms,first_token_ms,finish_ms,prompt_tokens,"
       "output_tokens,cached_tokens,preemptions,status\n";
@@ -132,7 +136,7 @@ Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string&
                        ms(r.arrival), ms(r.first_scheduled), ms(r.first_token), ms(r.finish),
                        r.prompt_tokens, r.output_tokens, r.cached_tokens, r.preemptions, status);
   }
-  return WriteFileAtomically(dir + "/requests.csv", csv);
+  return csv;
 }
 
 QueueGrowth MeasureQueueGrowth(std::vector<std::pair<Tick, Tick>> waits) {

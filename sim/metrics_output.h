@@ -25,6 +25,8 @@ nlohmann::ordered_json RunToJson(const Engine& e, const Labels& labels);
 
 // Writes DIR/metrics.json and DIR/requests.csv (creating DIR).
 Status WriteRunOutputs(const Engine& e, const Labels& labels, const std::string& dir);
+// requests.csv's text: a header, then one line per request.
+std::string RequestsCsv(const Engine& e);
 
 // Why requests of a run were rejected, for the reader of the table: "" when none were,
 // else "R of N requests rejected: a × <reason>; b × <reason>". A request is rejected on

@@ -15,6 +15,8 @@ inline constexpr int kExitWriteFailed = 4;
 
 #include "core/status.h"
 #include "sim/config/config_tree.h"
+#include "sim/run/provenance.h"
+#include "sim/run/scenario_checks.h"
 #include "sim/scenario_config.h"
 
 namespace kvsim::cli {
@@ -37,40 +39,24 @@ void AddScenarioArgs(CLI::App* cmd, ScenarioArgs* args);
 // The name errors and outputs give the scenario: its path, or "<built-in>/scenarios/default.yaml".
 std::string ScenarioSource(const ScenarioArgs& args);
 
-// The one validation `kvsim run`, `sweep` and `layout` share, beyond what the scenario loader
-// checks: the plan (planner errors name the key), a pool with at least one usable block,
-// the KV cache manager's config, and the workload (a required trace that is missing).
-// A P/D scenario's pools are planned by the cluster itself; for it only the workload is
-// checked here.
-Status ValidateScenario(const Scenario& sc);
-// What is legal but likely not meant, one line each for stderr (printed as "kvsim: note: ..."):
-// a KV budget per rank above the GPU's HBM (hardware.hbm_capacity_bytes), which the shipped
-// Mooncake study uses on purpose as a what-if.
-std::vector<std::string> ScenarioNotes(const Scenario& sc);
+// ValidateScenario and ScenarioNotes (the checks `kvsim run`, `sweep` and `layout` share) are
+// sim/run/scenario_checks.h's, which the Python module shares too.
 
-// Provenance of an output directory: DIR/scenario.resolved.yaml (the scenario tree after
-// includes and --set, with the seed spelled out, so `kvsim run DIR/scenario.resolved.yaml`
-// reproduces the run) and DIR/provenance.json (kvsim version, scenario source, overrides,
-// seed, scenario hash = the sweep id, number of points). CheckOutDir refuses (bad input) a
-// DIR whose provenance names another scenario hash, or that holds results without one,
-// unless `force`.
 // The scenario tree `kvsim run` and `kvsim sweep` execute: loaded (includes, then --set),
 // with the sweep axes that a --set fixes dropped (one "kvsim: note:" line each on stderr),
 // `--seeds` applied when seeds > 0, and pinned (sim/scenario/pin_scenario.h), so that the
-// scenario.resolved.yaml written from it reproduces the run alone.
+// scenario.resolved.yaml written from it reproduces the run alone (sim/sweep/run_tree.h).
 Result<ConfigNode> LoadRunTree(const ScenarioArgs& args, int64_t seeds);
 
-// provenance.json also records how the command ran: its full command line, host, start
-// time (UTC), threads, seeds, shard, and (written again when the command ends) its wall
-// time. A shard of a sweep writes provenance.shard-K-of-N.json instead, so the tasks of a
-// Slurm array never overwrite each other's.
+// Provenance of an output directory (sim/run/provenance.h, which also has CheckOutDir), with
+// this build's version: how the command ran (threads, seeds, shard, and, written again when
+// the command ends, its wall time).
 struct RunContext {
   int jobs = 1;
   int64_t seeds = 1;
   int shard_k = 0, shard_n = 1;
   double wall_s = -1;  // < 0: still running (not written)
 };
-Status CheckOutDir(const std::string& dir, const std::string& scenario_hash, bool force);
 Status WriteProvenance(const std::string& dir, const std::string& command,
                        const ConfigNode& tree, const ScenarioArgs& args,
                        const std::string& scenario_hash, int64_t points,

@@ -102,9 +102,10 @@ class ClusterSimulation : public Simulation {
         {"summary", nlohmann::ordered_json(ClusterSummaryToJson(summary_))}};
     Status w = WriteText(fs::path(dir) / "metrics.json",
                          m.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    if (w.ok()) w = WriteText(fs::path(dir) / "requests.csv", ClusterRequestsCsv(*sim_));
+    if (w.ok()) w = WriteText(fs::path(dir) / "requests.csv", RequestsCsv());
     return w;
   }
+  std::string RequestsCsv() const override { return ClusterRequestsCsv(*sim_); }
 
   std::string Report() const override {
     return FormatClusterSetup(sc_, sim_->setup()) + "workload: " + Workload() + "\n" +

@@ -79,6 +79,7 @@ class EngineSimulation : public Simulation {
   Status WriteOutputs(const std::string& dir, const Labels& labels) const override {
     return WriteRunOutputs(*e_, labels, dir);
   }
+  std::string RequestsCsv() const override { return kvsim::RequestsCsv(*e_); }
 
   std::string Report() const override {
     const Scenario& s = e_->scenario();

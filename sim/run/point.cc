@@ -81,8 +81,11 @@ PointResult RunPoint(int64_t index, const Labels& labels, const ConfigNode& tree
   bool shown = false;
   auto last = t0;
   const std::string prefix = labels.empty() ? "" : LabelOf(labels) + ": ";
+  KeptOutputs kept;
+  kept.seed = static_cast<int64_t>(sc->seed);
   StepRecordSink step_sink = [&](const StepRecord& rec) {
     if (step_log.is_open()) step_log << StepRecordJson(rec) << '\n';
+    if (options.keep_steps) kept.steps.push_back(rec);
     if (!progress) return;
     // A prefill instance's "finished" is a prompt handed to a decoder, not a request done.
     if (rec.instance.rfind("prefill", 0) != 0) finished += static_cast<int64_t>(rec.finished.size());
@@ -100,7 +103,7 @@ PointResult RunPoint(int64_t index, const Labels& labels, const ConfigNode& tree
                  cap > 0 ? fmt::format(" of {}", cap).c_str() : "", sim.now() / 1e9,
                  FormatDuration(el).c_str(), eta.c_str());
   };
-  if (step_log.is_open() || progress) sim.SetStepLog(&step_sink);
+  if (step_log.is_open() || progress || options.keep_steps) sim.SetStepLog(&step_sink);
   sim.Run();
   if (shown) std::fputs("\r\033[K", stderr);  // the table follows on a clean line
   if (step_log.is_open()) {
@@ -120,6 +123,8 @@ PointResult RunPoint(int64_t index, const Labels& labels, const ConfigNode& tree
   r.overload = sim.Overload();
   r.summary_json = sim.SummaryJson();
   r.reference = sim.CompareWithReference();
+  if (options.keep_requests) kept.requests_csv = sim.RequestsCsv();
+  if (options.keep_requests || options.keep_steps) r.kept.push_back(std::move(kept));
   if (!options.out_dir.empty()) {
     if (Status s = sim.WriteOutputs(options.out_dir, labels); !s.ok() && r.status.ok()) {
       r.status = s;

@@ -23,6 +23,17 @@ struct PointOptions {
   std::string out_dir;        // write metrics.json + requests.csv here ("" = none)
   std::string trace_path;     // write a Chrome trace here ("" = none)
   std::string step_log_path;  // write the step log (JSONL) here ("" = none; engines only)
+  // Keep in memory, in PointResult::kept (the Python module's DataFrames): requests.csv's
+  // text, and every step record (engines only; a long run's records take much memory).
+  bool keep_requests = false;
+  bool keep_steps = false;
+};
+
+// What RunPoint kept in memory of one run (one seed) of a point, when PointOptions asked.
+struct KeptOutputs {
+  int64_t seed = 0;
+  std::string requests_csv;       // "" unless keep_requests
+  std::vector<StepRecord> steps;  // empty unless keep_steps
 };
 
 struct PointResult {
@@ -39,6 +50,7 @@ struct PointResult {
   std::string overload;      // "" unless the queue grew through the run
   std::string summary_json;  // the kind's full summary, JSON text
   std::optional<ReferenceComparison> reference;
+  std::vector<KeptOutputs> kept;  // one per seed that ran, in seed order, when asked
 
   bool ran() const { return !metrics.empty(); }
   // Ran, and some request finished: there is something to measure.

@@ -59,9 +59,10 @@ PointResult CombineReplicates(std::vector<PointResult> reps, std::span<const int
   PointResult out;
   out.index = reps.front().index;
   out.labels = reps.front().labels;
-  for (const PointResult& r : reps) {
+  for (PointResult& r : reps) {
     if (out.kind == nullptr) out.kind = r.kind;
     out.wall_s += r.wall_s;
+    for (KeptOutputs& k : r.kept) out.kept.push_back(std::move(k));
   }
   for (size_t i = 0; i < reps.size(); ++i) {
     if (!reps[i].status.ok()) {

@@ -9,6 +9,7 @@
 //   Run()                       simulate, once
 //   Metrics()                   the point's metrics: exactly kind().columns, in that order
 //   WriteOutputs(dir, labels)   metrics.json and requests.csv of the point
+//   RequestsCsv()               requests.csv's text (the Python module keeps it in memory)
 //   Report()                    what `kvsim run` prints about the point (SimulationKind says
 //                               where: above the table, or instead of it)
 // Everything a Simulation returns depends only on the scenario and its seed.
@@ -79,6 +80,8 @@ class Simulation {
   virtual MetricSet Metrics() const = 0;
   // DIR/metrics.json and DIR/requests.csv (DIR is created), `labels` naming the point.
   virtual Status WriteOutputs(const std::string& dir, const Labels& labels) const = 0;
+  // The text of that requests.csv.
+  virtual std::string RequestsCsv() const = 0;
   virtual std::string Report() const = 0;
   // The workload in one line, with any fallback note.
   virtual std::string Workload() const = 0;

@@ -146,6 +146,7 @@ std::string SweepCsvRow(const PointResult& r, const RowSchema& schema, const Swe
 
 void RequestStop() { g_stop.store(true); }
 bool StopRequested() { return g_stop.load(); }
+void ClearStopRequest() { g_stop.store(false); }
 
 std::string ReplicatePath(const std::string& path, int64_t seed) {
   if (path.empty()) return path;

@@ -48,6 +48,9 @@ std::string SweepCsvRow(const PointResult& r, const RowSchema& schema, const Swe
 // is set; the points in flight finish, so every finished point is kept.
 void RequestStop();
 bool StopRequested();
+// Withdraws the request, for a process that goes on after a stopped run (the Python module,
+// after KeyboardInterrupt); the CLI exits instead.
+void ClearStopRequest();
 
 // Runs `points` on `jobs` threads, calling `done` (under a lock) as each finishes; after
 // RequestStop, no further point starts. With seeds > 1 every point runs once per seed
