@@ -199,8 +199,9 @@ StepCost CostModel::Finish() const {
   StepCost out;
   if (seqs_ == 0) return out;
   const double dp = static_cast<double>(dp_);
-  const double tokens_all = static_cast<double>(tokens_);
-  const double tokens = tokens_all / dp;  // per DP rank
+  const double tokens = static_cast<double>(tokens_) / dp;  // per DP rank
+  // The routed experts' tokens: every DP rank's (expert parallelism spans them).
+  const double tokens_all = static_cast<double>(tokens_ + peer_tokens_);
   const double seqs = static_cast<double>(seqs_) / dp;
   const double attn_flops = peak_flops_ * hw_.attention_mfu;
   const double attn_bw = hw_.hbm_bandwidth_gbps * 1e9 * hw_.attention_mbu;

@@ -27,8 +27,10 @@
 //                 M = T·k / U tokens; weights of U experts are read at moe_mbu, compute as
 //                 above summed over the U experts' tiles. With parallel.ep > 1 each rank holds
 //                 E/ep whole experts (no TP inside experts) and two all-to-alls per MoE layer
-//                 move the tokens (latency + bytes / link). With parallel.dp > 1 attention and
-//                 the dense layers see T/dp tokens per rank, the experts see all T.
+//                 move the tokens (latency + bytes / link). With parallel.dp > 1 each rank is
+//                 its own engine (sim/engine.h) and prices its own tokens; the experts also
+//                 see the tokens of the ranks stepping with it (AddPeerTokens). (A plan with
+//                 dp > 1 priced by one CostModel takes T/dp per rank, every T at the experts.)
 //   attention     prefill (q > 16): causal FLOPs 4 · q heads · D · q · (ctx + (q+1)/2) at
 //                 attention_mfu · q / (q + attention_prefill_half_tokens) (short chunks run
 //                 the kernel at lower efficiency), bounded below by the KV read; decode
@@ -155,6 +157,7 @@ class CostModel {
   // Starts a new step.
   void Begin() {
     tokens_ = 0;
+    peer_tokens_ = 0;
     seqs_ = 0;
     mamba_seqs_ = 0;
     for (auto& c : classes_) c.prefill_flop_units = c.prefill_read_tokens = c.decode_read_tokens = 0;
@@ -177,6 +180,11 @@ class CostModel {
       }
     }
   }
+  // Data parallelism as ranks in lock-step (an MoE model, one CostModel per rank with
+  // parallel.dp taken as 1): the tokens the other ranks run in this same step. Expert
+  // parallelism spans the DP ranks, so their tokens reach this rank's routed experts;
+  // attention and the dense layers see this rank's tokens only.
+  void AddPeerTokens(int64_t tokens) { peer_tokens_ += tokens; }
   // The step's duration in ns, with its parts.
   StepCost Finish() const;
   int64_t StepNanos() const { return Finish().total_ns; }
@@ -227,6 +235,7 @@ class CostModel {
   std::vector<Linear> linears_;
   int64_t tp_ = 1;
   int64_t dp_ = 1;
+  int64_t peer_tokens_ = 0;  // AddPeerTokens
   int64_t ep_ = 1;
   int64_t num_layers_ = 0;
   int64_t num_mamba_layers_ = 0;

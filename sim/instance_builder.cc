@@ -81,7 +81,7 @@ Result<KvCacheManagerConfig> EngineKvConfig(const Scenario& sc, const KvCachePla
   auto kv = KvCacheManagerConfigFromPlan(plan);
   if (!kv.ok()) return NamePoolKeys(sc, plan, kv.status());
   KvCacheManagerConfig kvc = kv.value();
-  kvc.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens * DpRanks(sc);
+  kvc.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
   if (sc.cache.num_speculative_tokens > 0) kvc.use_eagle = sc.sim.spec.eagle();
   if (Status s = kvc.Validate(); !s.ok()) return NamePoolKeys(sc, plan, s);
   return kvc;
@@ -91,8 +91,8 @@ SchedulerParams EngineSchedulerParams(const Scenario& sc, const KvCachePlan& pla
                                       const KvCacheManagerConfig& kv_config,
                                       int64_t num_speculative_tokens) {
   SchedulerParams params;
-  params.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens * DpRanks(sc);
-  params.max_num_seqs = sc.scheduler.max_num_seqs * DpRanks(sc);
+  params.max_num_batched_tokens = sc.scheduler.max_num_batched_tokens;
+  params.max_num_seqs = sc.scheduler.max_num_seqs;
   params.max_model_len = plan.max_model_len > 0 ? plan.max_model_len : (int64_t{1} << 40);
   params.long_prefill_token_threshold = sc.sim.scheduler.long_prefill_token_threshold;
   params.enable_chunked_prefill = sc.sim.scheduler.enable_chunked_prefill;
@@ -108,12 +108,9 @@ SchedulerParams EngineSchedulerParams(const Scenario& sc, const KvCachePlan& pla
 
 Result<InstanceConfig> BuildInstanceConfig(const Scenario& sc, KvCachePlan plan,
                                            InstanceRole role, Rng accept_rng) {
-  // DP ranks' pools taken together (DpRanks): the null block once.
-  // (A pool too large to multiply is left alone: the manager refuses it by its size anyway.)
-  if (const int64_t dp = DpRanks(sc);
-      role == InstanceRole::kColocated && dp > 1 && plan.num_blocks > 1 &&
-      plan.num_blocks - 1 <= (int64_t{1} << 40) / dp)
-    plan.num_blocks = (plan.num_blocks - 1) * dp + 1;
+  // One DP rank: its own pool, limits and scheduler; its step prices its own tokens (the
+  // driver adds the tokens its lock-step peers run to the experts' share).
+  plan.config.dp = 1;
   if (plan.num_blocks < 2) {
     return Status::Error("no_kv_memory",
                          sc.source + ": the KV cache has no usable blocks; set "

@@ -18,11 +18,9 @@
 
 namespace kvsim {
 
-// Data parallelism until the pools run one instance per rank behind vLLM's load balancer:
-// one engine with the ranks' limits and KV pools taken together (max_num_seqs,
-// max_num_batched_tokens and the blocks times parallel.dp), i.e. dp ranks kept perfectly
-// balanced; the cost model prices a step at tokens / dp per rank, and MoE experts see every
-// rank's tokens (the ranks run in lock-step). 1 for a P/D cluster's instances.
+// The data-parallel ranks of a colocated scenario (parallel.dp): the engine runs one
+// instance per rank behind vLLM's DP load balancer (sim/engine.h). 1 for a P/D cluster's
+// instances.
 int64_t DpRanks(const Scenario& sc);
 
 // The manager config for `plan`, with the scenario's token budget and (when it drafts) its
@@ -47,8 +45,7 @@ Result<OffloadConnectorConfig> ScenarioOffloadConfig(const Scenario& sc, const K
 // it: (Σ KV tensor bytes // num_gpu_blocks) · world size.
 int64_t GpuBlockBytesAllRanks(const KvCachePlan& plan);
 
-// The whole instance: `plan` is the scenario's (a colocated instance takes DpRanks' pools
-// together), `role` says what it runs (a prefill instance never drafts), `accept_rng` is its
+// The whole instance, one DP rank of it: `plan` is the scenario's (per rank), `role` says what it runs (a prefill instance never drafts), `accept_rng` is its
 // draft acceptance stream. Errors name the scenario's file, line and key.
 Result<InstanceConfig> BuildInstanceConfig(const Scenario& sc, KvCachePlan plan,
                                            InstanceRole role, Rng accept_rng);

@@ -321,6 +321,7 @@ void ClusterSim::OnSchedule(InstanceId i) {
   const InstanceCore::ScheduleResult r = in.core.Schedule(now_, in);
   switch (r.kind) {
     case Kind::kNothing:
+    case Kind::kDecided:  // Schedule launches what it decides
       return;
     case Kind::kStarted:
       Push(r.at, EventKind::kStepEnd, InstanceEvent{i});

@@ -55,6 +55,22 @@ void InstanceCore::DecideInto(StepPlan& plan, StepRecord& record, Tick now,
 }
 
 InstanceCore::ScheduleResult InstanceCore::Schedule(Tick now, InstanceObserver& obs) {
+  ScheduleResult r = Decide(now, obs);
+  if (r.kind == ScheduleResult::Kind::kDecided) {
+    r.kind = ScheduleResult::Kind::kStarted;
+    r.at = Launch(now, obs);
+  }
+  return r;
+}
+
+Tick InstanceCore::DummyStepNanos(int64_t peer_tokens) {
+  cost_.Begin();
+  cost_.Add(1, 0);
+  cost_.AddPeerTokens(peer_tokens);
+  return cost_.Finish().total_ns;
+}
+
+InstanceCore::ScheduleResult InstanceCore::Decide(Tick now, InstanceObserver& obs) {
   using Kind = ScheduleResult::Kind;
   if (step_in_flight_) return {};
   if (inst_.idle()) {
@@ -70,7 +86,7 @@ InstanceCore::ScheduleResult InstanceCore::Schedule(Tick now, InstanceObserver& 
     return {};
   }
   DecideInto(step_, step_record_, now, obs);
-  if (!step_.empty()) return {Kind::kStarted, Launch(now, obs), nullptr};
+  if (!step_.empty()) return {Kind::kDecided, now, nullptr};
   const SchedulerState& state = inst_.state();
   if (offload_ && state.running.empty()) {
     // Requests wait for loads (or for stores in flight their lookups met): vLLM's engine
@@ -92,6 +108,8 @@ InstanceCore::ScheduleResult InstanceCore::Schedule(Tick now, InstanceObserver& 
 Tick InstanceCore::Launch(Tick now, InstanceObserver& obs) {
   cost_.Begin();
   for (const ScheduledChunk& c : step_.scheduled) cost_.Add(c.num_tokens, c.num_computed_before);
+  cost_.AddPeerTokens(peer_tokens_);
+  peer_tokens_ = 0;
   const StepCost cost = cost_.Finish();
   // Async scheduling: this step's CPU part (scheduling, input preparation) ran while the
   // previous step's GPU part did; its GPU part starts once both are done

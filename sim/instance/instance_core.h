@@ -91,6 +91,7 @@ class InstanceCore {
     enum class Kind {
       kNothing,    // no step: idle, or nothing can run until the driver changes something
       kStarted,    // a step runs until `at`
+      kDecided,    // (Decide) a non-empty step is decided; Launch starts it
       kRetryAt,    // nothing to compute; the CPU tier's next copy ends at `at`: decide again then
       kRejected,   // nothing runs and the head of the queue never will: `rejected` was dropped
     };
@@ -98,8 +99,26 @@ class InstanceCore {
     Tick at = 0;
     SimRequest* rejected = nullptr;
   };
-  // A decision at `now` when no step is in flight (else kNothing).
+  // A decision at `now` when no step is in flight (else kNothing); a non-empty one starts.
   ScheduleResult Schedule(Tick now, InstanceObserver& obs);
+
+  // The same in two halves, for ranks that step together (DP ranks of an MoE model): Decide
+  // says kDecided for a non-empty decision, which Launch then prices and starts, once every
+  // rank's batch is known (set_peer_tokens). Returns the step's end.
+  ScheduleResult Decide(Tick now, InstanceObserver& obs);
+  Tick Launch(Tick now, InstanceObserver& obs);
+  // The tokens the other ranks run in the step launched next (Launch or Continue): their
+  // tokens reach this rank's experts (CostModel::AddPeerTokens). Cleared by the launch.
+  void set_peer_tokens(int64_t tokens) { peer_tokens_ = tokens; }
+  // Ranks in lock-step: the step in flight ends when the slowest rank's does.
+  void ExtendStep(Tick end) { step_record_.t_end_ns = end; }
+  // The tokens of the decided step (after Decide) and of the next one (async: decided while
+  // the step in flight runs; -1 when there is none).
+  int64_t decided_tokens() const { return step_.num_scheduled_tokens; }
+  int64_t next_tokens() const { return next_decided_ ? next_.num_scheduled_tokens : -1; }
+  // A rank with nothing to run while its peers step runs a dummy batch (vLLM's
+  // execute_dummy_batch: one token) so the experts' collectives line up: its duration.
+  Tick DummyStepNanos(int64_t peer_tokens);
 
   // Ends the step in flight at `now`; the requests that finished in it are appended to
   // `finished` (their blocks freed, or held on a prefill instance).
@@ -130,7 +149,6 @@ class InstanceCore {
  private:
   void DecideInto(StepPlan& plan, StepRecord& record, Tick now, InstanceObserver& obs);
   void OffloadDecision(const StepPlan& plan, Tick now, InstanceObserver& obs);
-  Tick Launch(Tick now, InstanceObserver& obs);  // prices step_ and starts it; returns its end
   void RecordDecision(const StepPlan& plan, StepRecord& record);
   void WriteRecord(StepRecord& record);
 
@@ -166,6 +184,7 @@ class InstanceCore {
   int64_t step_index_ = 0;  // decisions recorded so far
 
   int64_t steps_ = 0, preemptions_ = 0;
+  int64_t peer_tokens_ = 0;
 };
 
 }  // namespace kvsim

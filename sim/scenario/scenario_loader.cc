@@ -521,7 +521,10 @@ void ParseCacheSections(ConfigReader& root, Scenario& sc) {
   PlannerConfig& c = sc.cache;
   ConfigReader par = root.Map("parallel", "parallelism");
   c.tp = par.Int("tp", 1, "tensor-parallel size", 1, 1024);
-  c.dp = par.Int("dp", 1, "data-parallel attention ranks (step-time model)", 1, 1024);
+  c.dp = par.Int("dp", 1,
+                 "data-parallel ranks: one engine each behind vLLM's DP load balancer "
+                 "(an MoE model's step in lock-step)",
+                 1, 1024);
   c.ep = par.Int("ep", 1, "expert-parallel ranks of the MoE layers (1 = TP-sharded experts)", 1,
                  1024);
   par.Finish();

@@ -594,37 +594,5 @@ TEST_CASE("point labels in JSON keep the scenario's types and the axis order") {
   CHECK(LabelsToJson({}).dump() == "{}");
 }
 
-TEST_CASE("engine: parallel.dp = 2 serves with two ranks' limits and pools together") {
-  // 16 requests at once, 4 running sequences a rank: one rank admits 4 in its first step,
-  // two ranks 8; the pool is both ranks' blocks with one null block.
-  const char* yaml = R"(
-name: dp
-seed: 3
-model: {preset: llama-3.1-8b}
-cache: {block_size: 16, num_gpu_blocks: 4000}
-scheduler: {max_num_batched_tokens: 4096, max_num_seqs: 4}
-workload:
-  kind: shared_prefix
-  num_requests: 16
-  arrival: burst
-  prompt_tokens: {dist: fixed, mean: 100, min: 1, max: 100}
-  output_tokens: {dist: fixed, mean: 20, min: 1, max: 20}
-)";
-  auto first_step = [](const Engine& e) {
-    Tick first = -1;
-    for (const RequestRecord& r : e.metrics().records())
-      if (r.first_scheduled >= 0 && (first < 0 || r.first_scheduled < first)) first = r.first_scheduled;
-    int n = 0;
-    for (const RequestRecord& r : e.metrics().records()) n += r.first_scheduled == first ? 1 : 0;
-    return n;
-  };
-  auto one = RunScenario(Load(yaml));
-  auto two = RunScenario(Load(yaml, {"parallel.dp=2"}));
-  CHECK(one->plan().num_blocks == 4000);
-  CHECK(two->plan().num_blocks == 7999);
-  CHECK(first_step(*one) == 4);
-  CHECK(first_step(*two) == 8);
-}
-
 }  // namespace
 }  // namespace kvsim
