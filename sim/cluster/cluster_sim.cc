@@ -247,12 +247,16 @@ std::vector<InstanceLoad> ClusterSim::Loads(bool prefill) const {
     if (in.prefill() != prefill) continue;
     InstanceLoad l;
     if (prefill) {
-      // Prompt tokens still to compute (finished prompts only wait for their transfer).
-      for (const auto& [id, lv] : in.live) {
-        if (lv->status != RequestStatus::kFinished) {
-          l.waiting_tokens += lv->num_prompt_tokens - lv->num_computed_tokens;
-        }
-      }
+      // Prompt tokens still to compute, over the scheduler's queues: every unfinished request
+      // is in exactly one of them (finished prompts, held for their transfer, are in none).
+      // Walking the queues, not the instance's map of live requests, keeps routing cheap.
+      const SchedulerState& st = in.state();
+      auto add = [&](const SimRequest* r) {
+        l.waiting_tokens += r->num_prompt_tokens - r->num_computed_tokens;
+      };
+      for (const SimRequest* r : st.running) add(r);
+      for (const SimRequest* r : st.waiting) add(r);
+      for (const SimRequest* r : st.skipped_waiting) add(r);
       l.running = static_cast<int64_t>(in.state().running.size());
     } else {
       l.waiting_tokens = in.inbound_tokens;
