@@ -164,4 +164,23 @@ Result<InstanceConfig> BuildInstanceConfig(const Scenario& sc, KvCachePlan plan,
   return c;
 }
 
+Result<StepClockConfig> StepClockConfigFromScenario(const Scenario& sc, XferTiming xfer_timing) {
+  if (sc.cache.num_speculative_tokens > 0) {
+    return Status::Error("bad_value", sc.Where("cache.num_speculative_tokens") +
+                                          ": cache.num_speculative_tokens: kvsim schedule's "
+                                          "step clock has no drafter; set it to 0");
+  }
+  auto plan = sc.Plan();
+  if (!plan.ok()) return plan.status();
+  auto inst = BuildInstanceConfig(sc, std::move(plan.value()), InstanceRole::kColocated, Rng(0));
+  if (!inst.ok()) return inst.status();
+  StepClockConfig c;
+  c.kv = std::move(inst->kv);
+  c.sched = inst->params;
+  c.offload = std::move(inst->offload);
+  c.watermark_blocks = inst->watermark_blocks;
+  c.xfer_timing = xfer_timing;
+  return c;
+}
+
 }  // namespace kvsim

@@ -12,6 +12,7 @@
 #include "core/page_planner.h"
 #include "core/status.h"
 #include "sim/instance/instance_core.h"
+#include "sim/instance/step_clock.h"
 #include "sim/scenario_config.h"
 #include "sim/scheduler/scheduler.h"
 #include "sim/workload/rng.h"
@@ -49,5 +50,12 @@ int64_t GpuBlockBytesAllRanks(const KvCachePlan& plan);
 // draft acceptance stream. Errors name the scenario's file, line and key.
 Result<InstanceConfig> BuildInstanceConfig(const Scenario& sc, KvCachePlan plan,
                                            InstanceRole role, Rng accept_rng);
+
+// `kvsim schedule --scenario`: the step clock over the scenario's KV plan (every KV cache
+// group: full attention, sliding window, Mamba with its mode, attention packs), its
+// scheduler and its CPU tier, as `kvsim run` builds them, with copies reported per
+// `xfer_timing`. A scenario that drafts (cache.num_speculative_tokens) is refused: the step
+// clock has no drafter.
+Result<StepClockConfig> StepClockConfigFromScenario(const Scenario& sc, XferTiming xfer_timing);
 
 }  // namespace kvsim

@@ -14,6 +14,8 @@
 #include "core/vllm_semantics.h"
 #include "sim/instance/schedule_options.h"
 #include "sim/instance/step_clock.h"
+#include "sim/instance_builder.h"
+#include "sim/scenario/scenario_loader.h"
 
 namespace kvsim::cli {
 namespace {
@@ -23,15 +25,46 @@ namespace {
 struct ScheduleArgs : ScheduleOptions {
   std::string step_log;
   bool json = false;
+  // --scenario FILE: the KV plan, scheduler and CPU tier come from the scenario (with --set);
+  // the flags that would say the same are refused.
+  ScenarioArgs scenario;
+  std::vector<std::string> flags_set;  // the scenario-conflicting flags given
 };
 
+// The step clock's configuration: from the flags, or from --scenario.
+Result<StepClockConfig> ScheduleConfig(const ScheduleArgs& a) {
+  if (a.scenario.scenario.empty()) {
+    if (!a.scenario.sets.empty()) {
+      return Status::Error("bad_flags", "schedule: --set needs --scenario FILE");
+    }
+    return MakeStepClockConfig(a);
+  }
+  if (!a.flags_set.empty()) {
+    std::string flags;
+    for (const std::string& f : a.flags_set) flags += (flags.empty() ? "" : ", ") + f;
+    return Status::Error("bad_flags", "schedule: " + flags +
+                                          ": the scenario gives the KV cache, the scheduler and "
+                                          "the CPU tier; change them with --set");
+  }
+  auto sc = LoadScenario({a.scenario.scenario, a.scenario.sets});
+  if (!sc.ok()) return sc.status();
+  auto c = StepClockConfigFromScenario(
+      sc.value(), a.xfer_timing == "next-step" ? XferTiming::kNextStep : XferTiming::kInstant);
+  if (!c.ok()) return c.status();
+  c->source = a.requests;
+  return c;
+}
+
 void RunSchedule(const ScheduleArgs& a) {
-  auto cfg = MakeStepClockConfig(a);
+  auto cfg = ScheduleConfig(a);
   if (!cfg.ok()) {
     ReportError(cfg.status(), a.json);
     return;
   }
-  auto requests = ReadStepRequests(a.requests, a.max_model_len);
+  const int64_t max_model_len =
+      a.scenario.scenario.empty() || cfg->kv.max_model_len <= 0 ? a.max_model_len
+                                                                : cfg->kv.max_model_len;
+  auto requests = ReadStepRequests(a.requests, max_model_len);
   if (!requests.ok()) {
     ReportError(requests.status(), a.json);
     return;
@@ -85,12 +118,21 @@ void RunSchedule(const ScheduleArgs& a) {
     prompt += static_cast<int64_t>(requests.value()[i].tokens.size());
     hits += std::max<int64_t>(0, s.per_request[i].hit_tokens);
   }
+  const StepClockConfig& c = cfg.value();
+  std::string groups;
+  for (const KvGroupConfig& g : c.kv.groups) {
+    groups += (groups.empty() ? "" : " + ") + std::string(KvGroupKindName(g.kind));
+    if (g.kind == KvGroupKind::kSlidingWindow) groups += fmt::format(" {}", g.sliding_window);
+  }
   std::cout << fmt::format(
-      "schedule {}: {} requests, {} steps (last step {}), {} preemptions; block {} x {} blocks, "
-      "budget {} tokens / {} seqs, {} {}, {} semantics\n",
-      a.requests, requests->size(), s.steps, s.last_step, s.total_preemptions, a.block_size,
-      a.num_gpu_blocks, a.max_num_batched_tokens, a.max_num_seqs, a.policy,
-      a.async_scheduling ? "async" : "sync", a.semantics);
+      "schedule {}: {} requests, {} steps (last step {}), {} preemptions; block {} x {} blocks "
+      "({}), budget {} tokens / {} seqs, {} {}, {} semantics\n",
+      a.requests, requests->size(), s.steps, s.last_step, s.total_preemptions,
+      c.kv.scheduler_block_size(), c.kv.num_blocks, groups, c.sched.max_num_batched_tokens,
+      c.sched.max_num_seqs,
+      c.sched.policy == SchedulingPolicy::kPriority ? "priority" : "fcfs",
+      c.sched.async_scheduling ? "async" : "sync",
+      c.kv.semantics == VllmSemantics::kClassic ? "classic" : "latest");
   std::cout << fmt::format("  prompt tokens {}  first-admission hit tokens {}  hit rate {:.4f}\n",
                            prompt, hits, prompt ? static_cast<double>(hits) / prompt : 0.0);
   if (s.has_offload) {
@@ -102,7 +144,7 @@ void RunSchedule(const ScheduleArgs& a) {
     std::cout << fmt::format(
         "  CPU tier {} blocks of {} tokens ({}, {} copies): first-admission GPU hits {}, CPU "
         "hits {}\n",
-        a.num_cpu_blocks, a.offload_block_size ? a.offload_block_size : a.block_size,
+        c.offload->tier.num_blocks, c.offload->offloaded_block_size(),
         a.eviction_policy, a.xfer_timing, gpu, cpu);
   }
   if (!a.step_log.empty() && a.step_log != "-") {
@@ -125,8 +167,18 @@ void RegisterSchedule(CLI::App& app) {
   cmd->add_option("--step-log", args->step_log, "write the step log (JSONL; - for stdout)");
   cmd->add_option("--block-size", args->block_size, "tokens per KV block")->capture_default_str();
   cmd->add_option("--num-gpu-blocks", args->num_gpu_blocks,
-                  "total KV blocks; N - 1 are usable (block 0 is the null block)")
-      ->required();
+                  "total KV blocks; N - 1 are usable (block 0 is the null block); required "
+                  "without --scenario");
+  cmd->add_option("--hybrid", args->hybrid,
+                  "a second KV cache group beside full attention, as kvsim replay takes it: "
+                  "mamba-align, mamba-all or swa:W (a W-token sliding window)");
+  cmd->add_option("--scenario", args->scenario.scenario,
+                  "take the KV cache (every group of the model's plan: sliding window, Mamba, "
+                  "attention packs), the scheduler and the CPU tier from a scenario file, as "
+                  "kvsim run builds them");
+  cmd->add_option("--set", args->scenario.sets,
+                  "with --scenario, override a scenario key: --set cache.block_size=32")
+      ->type_name("KEY=VALUE");
   cmd->add_option("--max-num-batched-tokens", args->max_num_batched_tokens,
                   "token budget per step")
       ->capture_default_str();
@@ -175,7 +227,19 @@ void RegisterSchedule(CLI::App& app) {
       ->check(CLI::IsMember({"instant", "next-step"}))
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print the summary line as JSON on stdout");
-  cmd->callback([args] { RunSchedule(*args); });
+  cmd->callback([args, cmd] {
+    args->flags_set.clear();
+    for (const char* f : {"--block-size", "--num-gpu-blocks", "--hybrid", "--max-num-batched-tokens",
+                          "--max-num-seqs", "--long-prefill-token-threshold", "--max-model-len",
+                          "--policy", "--vllm-semantics", "--watermark", "--num-cpu-blocks",
+                          "--offload-block-size", "--eviction-policy", "--store-threshold",
+                          "--enable-prefix-caching", "--no-enable-prefix-caching",
+                          "--chunked-prefill", "--no-chunked-prefill", "--async-scheduling",
+                          "--no-async-scheduling", "--reserve-full-isl", "--no-reserve-full-isl"}) {
+      if (cmd->count(f) > 0) args->flags_set.push_back(f);
+    }
+    RunSchedule(*args);
+  });
 }
 
 }  // namespace kvsim::cli

@@ -31,6 +31,7 @@ std::string ScheduleOptions::CommandLine() const {
   };
   num("block-size", block_size, d.block_size);
   s += fmt::format(" --num-gpu-blocks {}", num_gpu_blocks);
+  str("hybrid", hybrid, d.hybrid);
   num("max-num-batched-tokens", max_num_batched_tokens, d.max_num_batched_tokens);
   num("max-num-seqs", max_num_seqs, d.max_num_seqs);
   num("long-prefill-token-threshold", long_prefill_token_threshold,
@@ -81,8 +82,8 @@ Result<StepClockConfig> MakeStepClockConfig(const ScheduleOptions& a, int64_t ma
   if (a.watermark > 0 && a.semantics == "classic") {
     return Bad("--watermark is the latest snapshot's (SchedulerConfig.watermark); classic has none");
   }
-  auto kv = KvCacheManagerConfigFromHybrid("", a.block_size, a.num_gpu_blocks);
-  if (!kv.ok()) return kv.status();
+  auto kv = KvCacheManagerConfigFromHybrid(a.hybrid, a.block_size, a.num_gpu_blocks);
+  if (!kv.ok()) return Bad("--hybrid: " + kv.status().message());
   StepClockConfig c;
   c.source = a.requests;
   c.kv = std::move(kv.value());
@@ -100,6 +101,7 @@ Result<StepClockConfig> MakeStepClockConfig(const ScheduleOptions& a, int64_t ma
   p.policy = a.policy == "priority" ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
   p.full_sequence_must_fit = a.reserve_full_isl;
   p.async_scheduling = a.async_scheduling;
+  p.mamba_align_split = c.kv.has_mamba_align();
   c.watermark_blocks = static_cast<int64_t>(a.watermark * static_cast<double>(a.num_gpu_blocks));
   if (a.num_cpu_blocks < 0) return Bad("--num-cpu-blocks must not be negative (0 = no CPU tier)");
   if (a.num_cpu_blocks > max_blocks) return Bad("--num-cpu-blocks must be below " + Pow2(max_blocks));

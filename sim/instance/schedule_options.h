@@ -16,6 +16,9 @@ struct ScheduleOptions {
   std::string requests;  // REQUESTS.jsonl
   int64_t block_size = 16;
   int64_t num_gpu_blocks = 0;  // required (≥ 2)
+  // A second KV cache group beside full attention, as `kvsim replay --hybrid` takes it:
+  // mamba-align | mamba-all | swa:W (empty = full attention only).
+  std::string hybrid;
   int64_t max_num_batched_tokens = 8192;
   int64_t max_num_seqs = 256;
   int64_t long_prefill_token_threshold = 0;  // 0 = off
