@@ -28,7 +28,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 # Each default metric with the columns that stand for it, single-engine name first (a P/D
-# cluster row has prefill_/decode_hit_rate and output_tok_per_s; docs/columns.md).
+# cluster row has prefill_/decode_hit_rate; docs/columns.md). output_tok_s is the engine's
+# name for output_tok_per_s in CSVs written before the two were one column.
 DEFAULT_METRICS = [["prefix_hit_rate", "decode_hit_rate", "prefill_hit_rate"],
                    ["ttft_mean_ms"], ["tpot_mean_ms"], ["output_tok_s", "output_tok_per_s"]]
 LABELS = {

@@ -50,7 +50,7 @@ class EngineSimulation : public Simulation {
     m.Add("itl_p99_ms", "ms", s.itl_ms.p99);
     m.Add("e2e_mean_ms", "ms", s.e2e_ms.mean);
     m.Add("e2e_p99_ms", "ms", s.e2e_ms.p99);
-    m.Add("output_tok_s", "tokens/s", s.output_throughput);
+    m.Add("output_tok_per_s", "tokens/s", s.output_throughput);
     m.Add("total_tok_s", "tokens/s", s.total_throughput);
     m.Add("requests_s", "requests/s", s.request_throughput);
     m.Add("preemptions", "count", s.preemptions);
@@ -172,7 +172,7 @@ const SimulationKind& EngineKind() {
                  {"itl_p99_ms", "ms"},
                  {"e2e_mean_ms", "ms"},
                  {"e2e_p99_ms", "ms"},
-                 {"output_tok_s", "tokens/s"},
+                 {"output_tok_per_s", "tokens/s"},
                  {"total_tok_s", "tokens/s"},
                  {"requests_s", "requests/s"},
                  {"preemptions", "count"},
@@ -193,7 +193,7 @@ const SimulationKind& EngineKind() {
         {"TTFT ms", "ttft_mean_ms", 9, 1, 1, "", false},
         {"TTFT p90", "ttft_p90_ms", 9, 1, 1, "", false},
         {"TPOT ms", "tpot_mean_ms", 9, 2, 1, "", false},
-        {"out tok/s", "output_tok_s", 10, 0, 1, "", false},
+        {"out tok/s", "output_tok_per_s", 10, 0, 1, "", false},
         {"preempt", "preemptions", 8, 0, 1, "", true},
         {"KV use", "kv_usage_mean", 6, 1, 100, "%", false},
         {"pad MiB", "padding_gib_in_use", 8, 1, 1024, "", false},

@@ -56,13 +56,13 @@ TEST_CASE("row schema: one kind's columns; two kinds add `kind` and the union") 
   CHECK(engine.columns.size() == EngineKind().columns.size());
   const RowSchema mixed = RowSchemaFor({&EngineKind(), &ClusterKind()});
   CHECK(mixed.with_kind);
-  // 28 engine columns + 32 cluster columns, 11 of them shared (finished, rejected,
-  // makespan_s, ttft_mean/p90/p99_ms, tpot_mean_ms, e2e_mean_ms, and the queue-growth three:
-  // overloaded, queue_wait_q1_s, queue_wait_q4_s) and written once.
+  // 28 engine columns + 32 cluster columns, 12 of them shared (finished, rejected,
+  // makespan_s, ttft_mean/p90/p99_ms, tpot_mean_ms, e2e_mean_ms, output_tok_per_s, and the
+  // queue-growth three: overloaded, queue_wait_q1_s, queue_wait_q4_s) and written once.
   CHECK(EngineKind().columns.size() == 28);
   CHECK(ClusterKind().columns.size() == 32);
-  CHECK(mixed.columns.size() == 28 + 32 - 11);
-  CHECK(mixed.width() == 50);
+  CHECK(mixed.columns.size() == 28 + 32 - 12);
+  CHECK(mixed.width() == 49);
   CHECK(mixed.columns.front() == "attn_block_size");  // the first kind's order first
   CHECK(mixed.columns.back() == "decode_preemptions");
   // A row fills its own metrics and leaves the other kind's empty.
@@ -70,7 +70,7 @@ TEST_CASE("row schema: one kind's columns; two kinds add `kind` and the union") 
   r.kind = &ClusterKind();
   r.metrics.Add("finished", "requests", 7);
   const std::vector<std::string> f = RowFields(r, mixed);
-  REQUIRE(f.size() == 50);
+  REQUIRE(f.size() == 49);
   CHECK(f[0] == "pd");
   CHECK(f[1].empty());  // attn_block_size: an engine metric
   size_t finished = 0;
