@@ -8,6 +8,8 @@
 #   components (workload scheduler instance cluster replay trace config calibrate report)
 #            -> never scenario/, run/ or sweep/: the scenario parses into their config
 #               structs, run/ drives them, sweep/ drives run/
+#   scenario -> of cluster/, scheduler/ and instance/, only their config headers (*_config.h):
+#               it fills their config structs and never needs their implementations
 #   run      -> never sweep/ (a sweep is points run one by one)
 #   sweep    -> never a simulation (cluster/, the engine, instance/, scheduler/, workload/):
 #               it sees points and rows (sim/run/point.h)
@@ -25,6 +27,20 @@ function(check_dir dir pattern why)
     endforeach()
   endforeach()
 endfunction()
+# As check_dir, for the includes matching `pattern` that do not also match `allowed`: an
+# allow-list where a plain regex would need a negative lookahead.
+function(check_dir_except dir pattern allowed why)
+  file(GLOB_RECURSE files ${ROOT}/${dir}/*.h ${ROOT}/${dir}/*.cc)
+  foreach(f ${files})
+    file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include")
+    foreach(l ${lines})
+      if(l MATCHES "${pattern}" AND NOT l MATCHES "${allowed}")
+        file(RELATIVE_PATH rel ${ROOT} ${f})
+        set(failures "${failures}\n  ${rel}: ${l}  (${why})" PARENT_SCOPE)
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
 check_dir(core "[<\"](sim|viz|kernels|apps)/|yaml-cpp|imgui|GLFW|cuda_runtime|spdlog|CLI/|nlohmann|fmt/" "core is the standard library only")
 check_dir(sim "[<\"](viz|kernels)/|imgui|GLFW" "sim may use core only")
 check_dir(viz "[<\"]kernels/" "viz never depends on kernels")
@@ -34,6 +50,8 @@ foreach(comp workload scheduler instance cluster replay trace config calibrate r
   check_dir(sim/${comp} "[<\"]sim/(scenario|run|sweep)/"
             "a component never includes the layers that parse, run or sweep it")
 endforeach()
+check_dir_except(sim/scenario "[<\"]sim/(cluster|scheduler|instance)/" "[<\"]sim/[a-z_]+/[a-z_]*_config\\.h"
+                 "the parser fills the components' config structs and includes their config headers only")
 check_dir(sim/run "[<\"]sim/sweep/" "run is below sweep")
 check_dir(sim/sweep "[<\"]sim/(cluster|instance|scheduler|workload)/|[<\"]sim/engine"
           "the sweep sees points and rows (sim/run/point.h), never a simulation")
