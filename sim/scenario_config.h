@@ -1,13 +1,15 @@
 // Scenario: one experiment as typed structs, parsed once from YAML by sim/scenario/ (the
-// only code that reads the file) and read by everything else. It gathers the components'
-// own config structs (PlannerConfig in core, WorkloadConfig beside the workload,
-// ClusterConfig beside the cluster) and the engine's sections defined here:
-//   name, description, seed     identity and the root of all randomness
-//   model, parallel, cache      ModelSpec and PlannerConfig (core/page_planner.h)
-//   cache.offload               the CPU KV offloading tier (OffloadSection)
-//   scheduler                   token budget and sequence limit (SchedulerConfig)
-//   cluster                     P/D disaggregation (sim/cluster/cluster_config.h)
-//   hardware, workload, spec, run, metrics, reference   the simulator's sections (SimConfig)
+// only code that reads the file) and read by everything else. It sits above the components
+// and gathers their own config structs, each defined beside the code that uses it; only the
+// run-wide sections are defined here:
+//   name, description, seed   identity and the root of all randomness
+//   model, parallel, cache    ModelSpec and PlannerConfig (core/page_planner.h)
+//   cache.offload             the CPU KV tier, OffloadSection (sim/instance/offload_tier_config.h)
+//   scheduler                 SchedulerConfig, SchedulerExtras (sim/scheduler/scheduler_config.h)
+//   cluster                   P/D disaggregation, ClusterConfig (sim/cluster/cluster_config.h)
+//   workload                  WorkloadConfig (sim/workload/workload_config.h)
+//   spec                      draft acceptance, SpecConfig (sim/instance/spec_config.h)
+//   hardware, run, metrics, reference   run-wide sections (SimConfig, defined here)
 #pragma once
 
 #include <cstdint>
@@ -22,28 +24,12 @@
 #include "core/page_planner.h"
 #include "sim/cluster/cluster_config.h"
 #include "sim/config/config_tree.h"
+#include "sim/instance/offload_tier_config.h"
+#include "sim/instance/spec_config.h"
+#include "sim/scheduler/scheduler_config.h"
 #include "sim/workload/workload_config.h"
 
 namespace kvsim {
-
-struct SpecConfig {
-  double acceptance_rate = 0.7;  // per-draft-token acceptance probability (i.i.d.)
-  std::string method = "mtp";    // mtp | eagle | draft | dflash
-  bool eagle() const { return method == "eagle" || method == "mtp"; }
-};
-
-struct SchedulerExtras {
-  int64_t long_prefill_token_threshold = 0;
-  bool enable_chunked_prefill = true;
-  std::string policy = "fcfs";
-  bool full_sequence_must_fit = true;
-  // vLLM's default engine; off by default here (its fitted step times match measured runs
-  // better sync, README). Single-engine runs only: P/D instances and drafts run sync.
-  bool async_scheduling = false;
-  // [latest] SchedulerConfig.watermark: a waiting request is admitted only if
-  // int(watermark · num_gpu_blocks) blocks stay free beyond it while others run (0 = off).
-  double watermark = 0;
-};
 
 struct RunConfig {
   double max_sim_seconds = 0;         // stop simulated time here (0 = run to completion)
@@ -73,31 +59,6 @@ struct SimConfig {
   RunConfig run;
   MetricsConfig metrics;
   ReferenceConfig reference;
-};
-
-// cache.offload as the scenario gives it; ScenarioOffloadConfig (sim/scenario/offload_section.h)
-// checks it against the plan and turns it into the connector's config.
-struct OffloadSection {
-  bool enabled = false;  // cache.offload is present
-  int64_t cpu_bytes = 0;
-  int64_t num_cpu_blocks = 0;
-  int64_t block_size = 0;
-  std::string eviction_policy = "lru";
-  int64_t store_threshold = 0;
-  int64_t max_tracker_size = 64000;
-  // `kvsim run`: the GPU's host link the copies take (per GPU, per direction).
-  double pcie_gbytes_per_s = 55;
-  double pcie_latency_us = 10;
-  double copy_kernel_us = 5;  // launch + tail of one copy kernel (one per KV tensor per job)
-  bool shared_link = false;   // loads and stores queue on one link (half duplex)
-  // An empty tier (cpu_bytes or num_cpu_blocks 0, e.g. a sweep's baseline point): nothing is
-  // offloaded, the run still reports the tier's columns.
-  bool empty() const { return cpu_bytes == 0 && num_cpu_blocks == 0; }
-};
-
-struct SchedulerConfig {
-  int64_t max_num_batched_tokens = 8192;
-  int64_t max_num_seqs = 1024;
 };
 
 struct Scenario {

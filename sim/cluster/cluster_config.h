@@ -43,9 +43,17 @@ struct TopologyConfig {
   std::vector<LinkConfig> links;
 };
 
+// The router policies MakeRouter (sim/cluster/router.h) builds. The list lives here, with
+// the config, so that the scenario loader can check a policy name without including the
+// routers themselves; tests/sim/router_test.cc checks that the two agree.
+inline const std::vector<std::string>& RouterPolicyNames() {
+  static const std::vector<std::string> kNames = {"round_robin", "least_loaded", "prefix_aware"};
+  return kNames;
+}
+
 struct RouterConfig {
-  std::string prefill = "prefix_aware";
-  std::string decode = "least_loaded";
+  std::string prefill = "prefix_aware";      // one of RouterPolicyNames()
+  std::string decode = "least_loaded";       // one of RouterPolicyNames()
   int64_t prefix_capacity_blocks = 1 << 20;  // hashes remembered per instance
   int64_t max_imbalance_tokens = 32768;      // load slack before affinity yields
   int64_t hash_block_tokens = 0;             // 0 = the prefill pool's block size

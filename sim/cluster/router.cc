@@ -83,11 +83,6 @@ int PrefixAwareRouter::Route(std::span<const BlockHash> hashes,
   return best;
 }
 
-const std::vector<std::string>& RouterPolicyNames() {
-  static const std::vector<std::string> kNames = {"round_robin", "least_loaded", "prefix_aware"};
-  return kNames;
-}
-
 Result<std::unique_ptr<Router>> MakeRouter(const std::string& policy, int num_instances,
                                            int64_t prefix_capacity, int64_t max_imbalance) {
   std::unique_ptr<Router> r;

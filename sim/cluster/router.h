@@ -76,9 +76,8 @@ class PrefixAwareRouter final : public Router {
   int64_t max_imbalance_;
 };
 
-// The registry: "round_robin", "least_loaded", "prefix_aware".
+// The registry: one router for each name of RouterPolicyNames() (sim/cluster/cluster_config.h).
 Result<std::unique_ptr<Router>> MakeRouter(const std::string& policy, int num_instances,
                                            int64_t prefix_capacity, int64_t max_imbalance);
-const std::vector<std::string>& RouterPolicyNames();
 
 }  // namespace kvsim

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <set>
 
-#include "sim/cluster/router.h"
+#include "sim/cluster/cluster_config.h"
 #include "sim/scenario/scenario_loader.h"
 #include "sim/scenario_config.h"
 

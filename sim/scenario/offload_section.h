@@ -7,8 +7,9 @@
 //   eviction_policy              lru | arc
 //   store_threshold              store a block only after this many lookups (< 2: always)
 //   max_tracker_size             entries of the lookup counter behind store_threshold
-// Parsed into OffloadSection (sim/scenario_config.h) with the cache section; checked against the KV
-// cache plan by ScenarioOffloadConfig (sim/instance_builder.h), which mirrors vLLM's assertions with file:line:key errors.
+// Parsed into OffloadSection (sim/instance/offload_tier_config.h) with the cache section;
+// checked against the KV cache plan by ScenarioOffloadConfig (sim/instance_builder.h), which
+// mirrors vLLM's assertions with file:line:key errors.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@
 #include "core/offload/offload_config.h"
 #include "core/page_planner.h"
 #include "sim/config/config_reader.h"
-#include "sim/scenario_config.h"
+#include "sim/instance/offload_tier_config.h"
 
 namespace kvsim {
 

@@ -1,6 +1,7 @@
 // Routers: round robin, least loaded and prefix-aware block-hash affinity.
 #include <catch2/catch_test_macros.hpp>
 
+#include "sim/cluster/cluster_config.h"
 #include "sim/cluster/router.h"
 
 namespace kvsim {
@@ -71,6 +72,17 @@ TEST_CASE("router: registry") {
   REQUIRE(p.ok());
   CHECK(p.value()->name() == "prefix_aware");
   CHECK_FALSE(MakeRouter("random", 2, 10, 0).ok());
+}
+
+// The scenario loader accepts exactly RouterPolicyNames() (sim/cluster/cluster_config.h);
+// every name it accepts must build a router of that name.
+TEST_CASE("router: every policy name the config accepts builds that router") {
+  REQUIRE(RouterPolicyNames().size() == 3);
+  for (const std::string& name : RouterPolicyNames()) {
+    auto r = MakeRouter(name, 2, 10, 0);
+    REQUIRE(r.ok());
+    CHECK(r.value()->name() == name);
+  }
 }
 
 }  // namespace
