@@ -48,7 +48,9 @@ class ClusterSim::Instance final : public InstanceObserver {
 
   // InstanceObserver: the cluster's records and this instance's counters.
   void Preempted(SimRequest&, Tick) override {}
-  void ConnectorAdmitted(const ConnectorAdmission&, Tick) override {}
+  void ConnectorAdmitted(const ConnectorAdmission& a, Tick) override {
+    if (a.req->num_preemptions == 0) cpu_hit_tokens += a.external_hit_tokens;
+  }
   void StepLaunched(const StepPlan& step, Tick start, Tick end) override {
     (void)end;
     sim_->OnStepLaunched(*this, step, start);
@@ -80,6 +82,7 @@ class ClusterSim::Instance final : public InstanceObserver {
   double usage_area = 0, usage_max = 0, last_usage = 0;
   Tick last_step_end = -1;
   int64_t requests = 0;
+  int64_t cpu_hit_tokens = 0;  // first admissions' CPU-tier hits
   int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0, step_chunks = 0;  // trace
   std::vector<SimRequest*> finished;  // EndStep's output (reused every step)
 
@@ -698,6 +701,12 @@ ClusterSummary ClusterSim::Summary() const {
       ps.preemptions += in->core.preemptions();
       ps.spec_drafts += in->inst.drafts_scheduled();
       ps.spec_accepted += in->inst.drafts_accepted();
+      if (const OffloadDriver* off = in->core.offload()) {
+        ps.has_cpu_tier = true;
+        ps.cpu_hit_tokens += in->cpu_hit_tokens;
+        ps.cpu_bytes_loaded += off->blocks_loaded() * in->core.offload_block_bytes();
+        ps.cpu_bytes_stored += off->blocks_stored() * in->core.offload_block_bytes();
+      }
     }
     ps.spec_acceptance = ps.spec_drafts > 0 ? static_cast<double>(ps.spec_accepted) /
                                                   static_cast<double>(ps.spec_drafts)
@@ -727,12 +736,18 @@ nlohmann::json StatsJson(const Percentiles& p) {
 }
 
 nlohmann::json PoolJson(const PoolSummary& p) {
-  return {{"kv_usage_mean", p.kv_usage_mean}, {"kv_usage_max", p.kv_usage_max},
-          {"requests", p.requests},           {"lookups", p.lookups},
-          {"query_tokens", p.query_tokens},   {"hit_tokens", p.hit_tokens},
-          {"hit_rate", p.hit_rate},           {"steps", p.steps},
-          {"preemptions", p.preemptions},     {"spec_drafts", p.spec_drafts},
-          {"spec_accepted", p.spec_accepted}, {"spec_acceptance", p.spec_acceptance}};
+  nlohmann::json j = {{"kv_usage_mean", p.kv_usage_mean}, {"kv_usage_max", p.kv_usage_max},
+                      {"requests", p.requests},           {"lookups", p.lookups},
+                      {"query_tokens", p.query_tokens},   {"hit_tokens", p.hit_tokens},
+                      {"hit_rate", p.hit_rate},           {"steps", p.steps},
+                      {"preemptions", p.preemptions},     {"spec_drafts", p.spec_drafts},
+                      {"spec_accepted", p.spec_accepted}, {"spec_acceptance", p.spec_acceptance}};
+  if (p.has_cpu_tier) {
+    j["cpu_tier"] = {{"hit_tokens", p.cpu_hit_tokens},
+                     {"bytes_loaded", p.cpu_bytes_loaded},
+                     {"bytes_stored", p.cpu_bytes_stored}};
+  }
+  return j;
 }
 
 std::string StatLine(const char* name, const Percentiles& p) {
@@ -815,6 +830,12 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
         "preemptions{}, KV usage mean/max % per instance: {}\n",
         p->role, 100.0 * p->hit_rate, WithCommas(p->hit_tokens), WithCommas(p->query_tokens),
         p->lookups, p->steps, p->preemptions, spec, usage);
+    if (p->has_cpu_tier) {
+      out += fmt::format("  CPU tier: {} prompt tokens hit, {} loaded, {} stored\n",
+                         WithCommas(p->cpu_hit_tokens),
+                         HumanBytes(static_cast<double>(p->cpu_bytes_loaded)),
+                         HumanBytes(static_cast<double>(p->cpu_bytes_stored)));
+    }
   }
   out += "links (utilisation over the makespan):\n";
   for (size_t i = 0; i < s.links.size() && i < 6; ++i) {

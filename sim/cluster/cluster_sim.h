@@ -88,6 +88,11 @@ struct PoolSummary {
   // Speculative decoding (decode pool): drafts verified, drafts accepted, their ratio.
   int64_t spec_drafts = 0, spec_accepted = 0;
   double spec_acceptance = 0;
+  // The CPU offloading tier (cache.offload), when the pool has one: prompt tokens its lookups
+  // found in the tier at first admission, and the bytes copied each way (over all TP ranks).
+  bool has_cpu_tier = false;
+  int64_t cpu_hit_tokens = 0;
+  int64_t cpu_bytes_loaded = 0, cpu_bytes_stored = 0;
 };
 
 struct LinkSummary {

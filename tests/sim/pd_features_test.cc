@@ -140,6 +140,14 @@ TEST_CASE("P/D CPU tier: the prefill instance stores the prompt's full blocks") 
   }
   CHECK(stored == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
   CHECK(decode_has_tier);
+  // The pool summary counts them: 6 blocks of 4 layers × K and V × 8 heads × 128 × 2 bytes ×
+  // 16 tokens = 262,144 bytes each. Nothing was in the tier to hit, so nothing was loaded.
+  const ClusterSummary sum = r.sim->Summary();
+  CHECK(sum.prefill_pool.has_cpu_tier);
+  CHECK(sum.prefill_pool.cpu_bytes_stored == 6 * 262144);
+  CHECK(sum.prefill_pool.cpu_bytes_loaded == 0);
+  CHECK(sum.prefill_pool.cpu_hit_tokens == 0);
+  CHECK(sum.decode_pool.has_cpu_tier);
 }
 
 }  // namespace
