@@ -6,6 +6,7 @@
 #include "sim/config/config_reader.h"
 #include "sim/embedded_data.h"
 #include "sim/file_pin.h"
+#include "sim/scenario/scenario_loader.h"
 #include "sim/scenario/sim_sections.h"
 #include "sim/workload/trace_workload.h"
 
@@ -57,6 +58,11 @@ void PinModel(ConfigNode& model) {
     if (text == nullptr) return;  // the loader names the unknown preset
     auto base = ParseYaml(*text, std::string(kBuiltInPrefix) + rel);
     if (!base.ok() || !base.value().is_map()) return;
+    if (base.value().Find("hf_config")) {  // a preset made from its config.json
+      auto hf = ExpandHfPreset(base.value(), "scenarios/models/" + preset->scalar);
+      if (!hf.ok()) return;  // the loader reports it
+      base.value() = std::move(hf.value());
+    }
     // Inline layers replace the preset's layers and its repeat as a whole (a repeat given
     // beside them overwrites the preset's in place, which keeps a pinned tree's key order).
     if (model.Find("layers") && !model.Find("repeat")) base.value().Erase("repeat");

@@ -473,6 +473,15 @@ std::optional<ParsedModel> ParseModelSection(ConfigReader& parent, const std::st
       return std::nullopt;
     }
     out.preset = preset->scalar;
+    if (base.value().Find("hf_config")) {
+      // A preset written as its checkpoint's config.json plus the keys it overrides.
+      auto hf = ExpandHfPreset(base.value(), "scenarios/models/" + preset->scalar);
+      if (!hf.ok()) {
+        parent.errors()->list.push_back({hf.status().code(), hf.status().message()});
+        return std::nullopt;
+      }
+      base.value() = std::move(hf.value());
+    }
     if (const ConfigNode* len = base.value().Find("max_model_len"); len && len->is_scalar()) {
       native_len = std::strtoll(len->scalar.c_str(), nullptr, 10);
     }
@@ -680,6 +689,16 @@ Result<Scenario> ParseScenarioImpl(const ConfigNode* tree, const std::string& so
 }
 
 }  // namespace
+
+Result<ConfigNode> ExpandHfPreset(const ConfigNode& preset, const std::string& path) {
+  auto hf = LoadHfModelTree(preset, path);
+  if (!hf.ok()) return hf.status();
+  ConfigNode overrides = preset;
+  overrides.Erase("hf_config");
+  overrides.Erase("mtp");
+  hf.value().MergeFrom(overrides);
+  return hf;
+}
 
 std::vector<std::string> ModelPresetNames() {
   std::vector<std::string> out;

@@ -32,6 +32,11 @@ Result<Scenario> ParseScenario(const ConfigNode& tree, const std::string& source
 
 // A model preset by name ("llama-3.1-8b"), or an error listing the known ones.
 Result<ModelSpec> LoadModelPreset(const std::string& name);
+
+// A model preset file written as `hf_config: F` (F beside the preset) plus the keys it
+// overrides: the model tree F gives, with those keys merged over it. `path` names the preset
+// in errors.
+Result<ConfigNode> ExpandHfPreset(const ConfigNode& preset, const std::string& path);
 std::vector<std::string> ModelPresetNames();
 
 // Every scenario key with type, default and help, in schema order (for `kvsim list`).

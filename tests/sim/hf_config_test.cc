@@ -144,6 +144,25 @@ TEST_CASE("hf_config: every shipped preset's config builds the preset's layers a
   }
 }
 
+// Llama-3.1-8B's preset is written as `hf_config: ...` plus the keys it overrides (issue 30:
+// "a preset may then be {hf_config, overrides}"). Its hand-written layer list, as the preset
+// file read before, is kept here as the independent reference: the preset must give exactly
+// the model it gave.
+TEST_CASE("hf_config: a preset written as {hf_config, overrides} is its hand-written model") {
+  const Scenario hand = LoadOk({R"(model={name: Llama-3.1-8B, dtype: bf16, max_model_len: 131072,
+      layers: [{type: full_attention, count: 32, num_kv_heads: 8, head_size: 128}],
+      compute: {hidden_size: 4096, num_attention_heads: 32, num_params: 8030000000,
+                num_active_params: 8030000000, vocab_size: 128256, intermediate_size: 14336}})"});
+  auto preset = LoadModelPreset("llama-3.1-8b");
+  REQUIRE(preset.ok());
+  CHECK(preset.value() == hand.model);
+  CHECK(preset->name == "Llama-3.1-8B");
+  // A scenario naming the preset loads the same model (the pinned scenario.resolved.yaml of
+  // every Llama-3.1-8B golden is unchanged: it spells out the same keys).
+  const Scenario sc = LoadOk({"model.preset=llama-3.1-8b"});
+  CHECK(sc.model == hand.model);
+}
+
 TEST_CASE("hf_config: the KV plan equals the preset's in both vLLM profiles") {
   for (const Known& k : Presets()) {
     for (const char* sem : {"classic", "latest"}) {
