@@ -179,6 +179,7 @@ int main(int argc, char** argv) {
   opts.run_scenario = run_scenario;
   opts.step = step;
   opts.panel = panel.empty() ? "plan" : panel;
+  opts.wait_for_runs = frames > 0 || !screenshot.empty();
   auto viewer_or = kvsim::viz::Viewer::Create(opts);
   if (!viewer_or.ok()) {
     std::fprintf(stderr, "kvsim-viz: error: %s\n", viewer_or.status().message().c_str());

@@ -27,6 +27,9 @@ struct ViewerContext {
   // pool panel replays a trace.
   std::shared_ptr<const SimRun> sim;
   int64_t sim_index = 0;
+  // Headless runs (--screenshot, --frames): a run a panel starts by itself is waited for, so
+  // the frame drawn shows its result rather than "running...".
+  bool wait_for_runs = false;
   std::string status;  // shown in the status bar until replaced
   double fps = 0;
 };

@@ -21,6 +21,7 @@ Result<std::unique_ptr<Viewer>> Viewer::Create(const ViewerOptions& options) {
   v->ctx_.trace = options.trace;
   v->ctx_.step_log = options.step_log;
   v->ctx_.schedule = options.schedule;
+  v->ctx_.wait_for_runs = options.wait_for_runs;
   // A simulation asked for on the command line runs before the first frame, so that a
   // --screenshot of either panel shows it.
   if (!options.schedule.requests.empty() && options.run_scenario) {

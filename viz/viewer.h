@@ -30,6 +30,9 @@ struct ViewerOptions {
   bool run_scenario = false;   // --run: run the scenario through the engine at start
   int64_t step = -1;           // --step: the record to select first (its step number)
   std::string panel = "plan";  // initial panel id
+  // Wait for runs the panels start by themselves (the Steps panel's opening run of the
+  // scenario) before drawing: what --screenshot and --frames need.
+  bool wait_for_runs = false;
 };
 
 class Viewer {

@@ -401,6 +401,12 @@ TEST_CASE("the Steps panel runs kvsim schedule on a worker thread, then both pan
   auto* steps = dynamic_cast<StepsPanel*>(&v.panel(v.panel_index()));
   REQUIRE(steps);
   ViewerContext& ctx = v.context();
+  // The panel opened on the default scenario's run (one run at a time): let it finish first.
+  for (int i = 0; i < 2000 && steps->running(); ++i) {
+    imgui.Frame(frame);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE_FALSE(steps->running());
   ctx.schedule = TwoTier().schedule;
   steps->Run(ctx, StepsPanel::Source::kSchedule);
   for (int i = 0; i < 2000 && steps->running(); ++i) {
@@ -418,6 +424,81 @@ TEST_CASE("the Steps panel runs kvsim schedule on a worker thread, then both pan
   steps->Run(ctx, StepsPanel::Source::kSchedule, /*wait=*/true);
   CHECK(steps->error().find("--num-gpu-blocks") != std::string::npos);
   CHECK(ctx.sim);  // the last good simulation stays
+}
+
+// Opened with nothing for it to show (no --steps, --requests or --run), the Steps panel runs
+// the loaded scenario through the engine and shows that run, not an empty state. Expected
+// values come from the scenario (its request count) and from a separate run of the same
+// scenario, not from the panel.
+TEST_CASE("the Steps panel opens on the scenario's own simulation") {
+  for (const bool wait : {true, false}) {
+    CAPTURE(wait);
+    HeadlessImGui imgui;
+    ViewerOptions o;
+    o.overrides = {"workload.num_requests=60"};
+    o.panel = "steps";
+    o.wait_for_runs = wait;
+    auto vr = Viewer::Create(o);
+    REQUIRE(vr.ok());
+    Viewer& v = *vr.value();
+    ViewerContext& ctx = v.context();
+    CHECK_FALSE(ctx.sim);  // nothing runs until the panel is first drawn
+    auto frame = [&] { v.Frame(); };
+    REQUIRE(imgui.Frame(frame));
+    auto* steps = dynamic_cast<StepsPanel*>(&v.panel(v.panel_index()));
+    REQUIRE(steps);
+    CHECK(steps->source() == StepsPanel::Source::kScenario);
+    // Waited for (headless --screenshot): the first frame already shows the run.
+    if (wait) CHECK((!steps->running() && ctx.sim));
+    for (int i = 0; i < 2000 && steps->running(); ++i) {
+      REQUIRE(imgui.Frame(frame));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    REQUIRE(imgui.Frame(frame));
+    INFO(steps->error());
+    CHECK(steps->error().empty());
+    REQUIRE(ctx.sim);
+    CHECK(ctx.sim->kind() == SimRun::Kind::kScenario);
+    REQUIRE(steps->log() == &ctx.sim->log());
+    CHECK(steps->log()->request_ids.size() == 60);
+    auto direct = RunScenarioSimulation(v.plan().scenario(), "direct");
+    REQUIRE(direct.ok());
+    CHECK(ctx.sim->num_steps() == direct.value()->num_steps());
+    CHECK(ctx.sim->num_steps() > 0);
+  }
+  // Given a step log, the panel shows the file and runs nothing.
+  {
+    HeadlessImGui imgui;
+    ViewerOptions o;
+    o.step_log = std::string(KVSIM_SOURCE_DIR) + "/tests/viz/data/steps_sample.jsonl";
+    o.panel = "steps";
+    o.wait_for_runs = true;
+    auto vr = Viewer::Create(o);
+    REQUIRE(vr.ok());
+    REQUIRE(imgui.Frame([&] { vr.value()->Frame(); }));
+    auto* steps = dynamic_cast<StepsPanel*>(&vr.value()->panel(vr.value()->panel_index()));
+    REQUIRE(steps);
+    CHECK(steps->source() == StepsPanel::Source::kFile);
+    CHECK_FALSE(vr.value()->context().sim);
+    REQUIRE(steps->log());
+    CHECK(steps->log()->steps.size() > 0);
+  }
+  // A P/D scenario is a cluster, not one engine: the panel keeps its empty state, no error.
+  {
+    HeadlessImGui imgui;
+    ViewerOptions o;
+    o.scenario_path = std::string(KVSIM_SOURCE_DIR) + "/scenarios/pd_nhd64_tp4_hnd16_tp2.yaml";
+    o.panel = "steps";
+    o.wait_for_runs = true;
+    auto vr = Viewer::Create(o);
+    REQUIRE(vr.ok());
+    REQUIRE(imgui.Frame([&] { vr.value()->Frame(); }));
+    auto* steps = dynamic_cast<StepsPanel*>(&vr.value()->panel(vr.value()->panel_index()));
+    REQUIRE(steps);
+    CHECK_FALSE(vr.value()->context().sim);
+    CHECK(steps->error().empty());
+    CHECK(steps->log() == nullptr);
+  }
 }
 
 TEST_CASE("run_scenario (--run): the scenario through the engine; P/D and --step alone refused") {

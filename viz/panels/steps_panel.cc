@@ -209,12 +209,20 @@ void StepsPanel::DrawSource(ViewerContext& ctx) {
 void StepsPanel::Draw(ViewerContext& ctx) {
   if (!started_) {
     started_ = true;
+    // Nothing on the command line for this panel (no --steps, --requests or --run): it opens
+    // on the loaded scenario's own simulation, kvsim run's base point through the engine,
+    // rather than on an empty state. A P/D scenario (a cluster, not one engine) or a plan in
+    // error keeps the empty state.
+    const bool open_on_scenario = !ctx.sim && ctx.step_log.empty() &&
+                                  ctx.schedule == ScheduleOptions{} && ctx.plan->ok() &&
+                                  CheckScenarioRunnable(*ctx.plan).ok();
     if (!ctx.step_log.empty()) std::strncpy(path_, ctx.step_log.c_str(), sizeof path_ - 1);
     if (ctx.sim) {
       source_ = ctx.sim->kind() == SimRun::Kind::kSchedule ? Source::kSchedule : Source::kScenario;
     } else if (!ctx.schedule.requests.empty()) {
       source_ = Source::kSchedule;
     }
+    if (open_on_scenario) Run(ctx, Source::kScenario, ctx.wait_for_runs);
     if (ctx.schedule == ScheduleOptions{}) {
       // Nothing given: the README's two-tier demo (the shipped sample, run from the repo root).
       ctx.schedule.requests = "scenarios/traces/sample_requests.jsonl";
@@ -243,6 +251,11 @@ void StepsPanel::Draw(ViewerContext& ctx) {
           "No step log open. Write one with `kvsim schedule REQUESTS.jsonl --step-log "
           "steps.jsonl` and open it here or with kvsim-viz --steps steps.jsonl, or pick a "
           "simulation above.");
+      if (ctx.plan->has_cluster()) {
+        ImGui::TextDisabled(
+            "(a P/D scenario is a cluster of engines, so it is not run here at start; kvsim run "
+            "shows the cluster's results)");
+      }
     } else {
       ImGui::TextWrapped("Press run: the Block pool panel then shows the simulated pool.");
     }

@@ -2,7 +2,9 @@
 // drawn step by step. The log comes from a file (`kvsim schedule --step-log` or `kvsim run
 // --step-log`) or from a simulation the panel runs itself (viz/sim_run.h): `kvsim schedule`'s
 // step clock over a REQUESTS.jsonl with its flags (and the CPU tier), or the loaded scenario
-// through the engine. A simulation is shared through the ViewerContext: the Block pool panel
+// through the engine. Opened with none of these given (no --steps, --requests or --run), the
+// panel runs the loaded scenario through the engine at once (a single-engine scenario; a P/D
+// one keeps the empty state), so it opens on the scenario's own steps. A simulation is shared through the ViewerContext: the Block pool panel
 // then shows its pool at the record selected here, and scrubbing either panel moves both.
 // Runs started from the UI go to a worker thread; the panel polls it each frame. Per step, a bar
 // of the tokens each request got, stacked in scheduler order and coloured by what the chunk
