@@ -2,7 +2,7 @@
 """The figures under docs/ and the commands that make them (docs/figures.json).
 
     /usr/bin/python3 scripts/figures.py check --build build [--listed|--data|--screenshots] [NAME...]
-    /usr/bin/python3 scripts/figures.py make --build build [--data-only] [NAME...]
+    /usr/bin/python3 scripts/figures.py make --build build [--data-only] [--slow] [NAME...]
 
 check: every docs/*.png is listed in docs/figures.json and every figure listed exists (when
 no NAME is given; --listed checks only that); with --data (the default) each figure's data
@@ -15,8 +15,9 @@ Exit 0 all fresh, 1 stale or failing, 2 bad input, 77 everything asked for was s
 figure whose trace is absent).
 
 make: regenerates each data file, then draws each figure (from the committed data where its
-draw command reads it). A figure marked `slow` (the validation scatter, ~40 minutes) is made
-only when named. --data-only writes the data files and draws nothing.
+draw command reads it). A data file marked `slow` (the validation scatter's, ~40 minutes) is
+remade only with --slow; its `check` command is the quick one check runs.
+--data-only writes the data files and draws nothing.
 
 Needs only the Python standard library (the plot commands need Debian's python3-matplotlib).
 """
@@ -67,7 +68,8 @@ def trace_present(name):
 
 
 def fresh_data(entry, env):
-    """The data entry's command's output (text), or raises RuntimeError naming the command."""
+    """A data command's output (text), or raises RuntimeError naming the command. `entry` is a
+    data entry, or its `check` part (a quicker command that makes part of the data)."""
     rc, stdout, stderr = run(entry["command"], env)
     if rc != 0:
         raise RuntimeError(f"`{entry['command']}` exited {rc}:\n{stdout}{stderr}")
@@ -100,17 +102,22 @@ def first_difference(kind, committed, fresh):
                 if u != v:
                     return f"row {r + 1} ({x[0]}), column {header[c]}: committed {u}, fresh {v}"
         return None
-    if kind == "json":
-        return json_difference(json.loads(committed), json.loads(fresh), "")
+    if kind in ("json", "json-subset"):
+        return json_difference(json.loads(committed), json.loads(fresh), "",
+                               subset=kind == "json-subset")
     raise ValueError(f"unknown compare kind {kind!r}")
 
 
-def json_difference(a, b, where):
+def json_difference(a, b, where, subset=False):
+    """First difference of committed `a` and fresh `b`; with `subset`, keys of an object only
+    in `a` are allowed (the committed file holds more than the quick command makes)."""
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
+            if k not in b and subset:
+                continue
             if k not in a or k not in b:
                 return f"{where}/{k}: only in {'fresh' if k not in a else 'committed'}"
-            d = json_difference(a[k], b[k], f"{where}/{k}")
+            d = json_difference(a[k], b[k], f"{where}/{k}", subset)
             if d:
                 return d
         return None
@@ -118,7 +125,7 @@ def json_difference(a, b, where):
         if len(a) != len(b):
             return f"{where}: committed has {len(a)} items, fresh {len(b)}"
         for i, (x, y) in enumerate(zip(a, b)):
-            d = json_difference(x, y, f"{where}[{i}]")
+            d = json_difference(x, y, f"{where}[{i}]", subset)
             if d:
                 return d
         return None
@@ -133,8 +140,9 @@ def png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
-def regen_hint(name):
-    return f"/usr/bin/python3 scripts/figures.py make --build build {name}"
+def regen_hint(name, slow=False):
+    return (f"/usr/bin/python3 scripts/figures.py make --build build "
+            f"{'--slow ' if slow else ''}{name}")
 
 
 def check(args, figures):
@@ -172,8 +180,9 @@ def check(args, figures):
                 continue
             with tempfile.TemporaryDirectory() as out:
                 env = env_for(build, out)
+                quick = entry.get("check", entry)
                 try:
-                    fresh = fresh_data(entry, env)
+                    fresh = fresh_data(quick, env)
                 except RuntimeError as e:
                     failures.append(f"{name}: the data command failed: {e}")
                     continue
@@ -184,8 +193,9 @@ def check(args, figures):
             if diff:
                 failures.append(
                     f"{name}: {fig['png']} is stale: {entry['file']} differs from a fresh "
-                    f"`{entry['command']}` ({diff}). The code changed the numbers this figure "
-                    f"shows; regenerate the data and the figure with {regen_hint(name)} "
+                    f"`{quick['command']}` ({diff}). The code changed the numbers this figure "
+                    f"shows; regenerate the data and the figure with "
+                    f"{regen_hint(name, entry.get('slow', False))} "
                     f"(and update any README numbers taken from it)")
             else:
                 print(f"ok   {name}: {entry['file']} matches a fresh run")
@@ -230,12 +240,13 @@ def make(args, figures):
     for fig in figures:
         if args.names and fig["name"] not in args.names:
             continue
-        if fig.get("slow") and not args.names and not args.data_only:
-            print(f"skip {fig['name']}: slow; name it to make it")
-            continue
         with tempfile.TemporaryDirectory() as out:
             env = env_for(build, out)
             for entry in fig.get("data", []):
+                if entry.get("slow") and not args.slow:
+                    print(f"skip {entry['file']}: slow (`{entry['command']}`); --slow "
+                          f"remakes it")
+                    continue
                 trace = entry.get("needs_trace")
                 if trace and not trace_present(trace):
                     sys.exit(f"{fig['name']}: needs {trace} (set KVSIM_TRACE_DIR)")
@@ -270,8 +281,10 @@ def main():
                          "not given) and the README commands")
     ap.add_argument("--screenshots", action="store_true",
                     help="check: re-render each screenshot (needs xvfb-run and kvsim-viz)")
+    ap.add_argument("--slow", action="store_true",
+                    help="make: also remake the data files marked slow")
     ap.add_argument("--data-only", action="store_true",
-                    help="make: write the data files only (a slow figure's data is quick)")
+                    help="make: write the data files only, draw nothing")
     args = ap.parse_intermixed_args()
     if not args.screenshots:
         args.data = True
