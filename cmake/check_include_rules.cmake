@@ -5,7 +5,7 @@
 #   sim      -> core and sim (never viz or kernels)
 #   viz      -> core, sim and viz (never kernels)
 # and inside sim/, the layers (sim/run/ and sim/sweep/ headers say why):
-#   components (workload scheduler instance cluster replay trace config calibrate report)
+#   components (workload scheduler instance pool cluster replay trace config calibrate report)
 #            -> never scenario/, run/ or sweep/: the scenario parses into their config
 #               structs, run/ drives them, sweep/ drives run/
 #            -> never the drivers' headers (sim/engine.h, sim/metrics_output.h), nor, but for
@@ -83,7 +83,7 @@ check_dir(kernels "[<\"](sim|viz|apps)/|yaml-cpp|imgui" "kernels see core's head
 check_dir(kernels "[<\"]core/(page_planner|model_spec|block_pool|kv_cache_manager|block_hash|cost_model|large_array|free_block_queue|block_eviction_policy|kv_group)" "kernels see core's header-only set only")
 
 # sim/'s component folders.
-set(components workload scheduler instance cluster replay trace config calibrate report)
+set(components workload scheduler instance pool cluster replay trace config calibrate report)
 foreach(comp ${components})
   check_dir(sim/${comp} "[<\"]sim/(scenario|run|sweep)/"
             "a component never includes the layers that parse, run or sweep it")

@@ -92,42 +92,65 @@ void Metrics::StepEnd(Tick start, Tick end, double usage, int64_t running, int64
   }
 }
 
+void RequestSummarizer::Add(const RequestRecord& r) {
+  if (!r.arrived) return;  // an id that never arrived (the run stopped first)
+  ++s_.arrived;
+  if (first_arrival_ < 0 || r.arrival < first_arrival_) first_arrival_ = r.arrival;
+  if (r.rejected) {
+    ++s_.rejected;
+    return;
+  }
+  if (r.finish < 0) {
+    ++s_.unfinished;
+    return;
+  }
+  ++s_.finished;
+  last_finish_ = std::max(last_finish_, r.finish);
+  s_.prompt_tokens += r.prompt_tokens;
+  s_.output_tokens += r.output_tokens;
+  s_.hit_tokens += r.cached_tokens;
+  s_.cpu_hit_tokens += r.cpu_cached_tokens;
+  if (r.load_start >= 0) load_wait_.push_back(TicksToMs(r.first_scheduled - r.load_start));
+  ttft_.push_back(TicksToMs(r.first_token - r.arrival));
+  e2e_.push_back(TicksToMs(r.finish - r.arrival));
+  queue_.push_back(TicksToMs(r.first_scheduled - r.arrival));
+  if (r.output_tokens > 1) {
+    tpot_.push_back(TicksToMs(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1));
+  }
+}
+
+RequestSummary RequestSummarizer::Finish(Tick end) const {
+  RequestSummary s = s_;
+  s.ttft_ms = ExactPercentiles(ttft_);
+  s.tpot_ms = ExactPercentiles(tpot_);
+  s.e2e_ms = ExactPercentiles(e2e_);
+  s.queue_ms = ExactPercentiles(queue_);
+  s.load_wait_ms = ExactPercentiles(load_wait_);
+  const Tick t_end = s.unfinished > 0 ? end : last_finish_;
+  s.span = first_arrival_ >= 0 ? std::max<Tick>(1, t_end - first_arrival_) : 1;
+  s.makespan_s = static_cast<double>(s.span) / 1e9;
+  return s;
+}
+
 RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
                               int64_t padding_bytes_total) const {
+  RequestSummarizer summarizer;
+  for (const RequestRecord& r : records_) summarizer.Add(r);
+  const RequestSummary rs = summarizer.Finish(end);
   RunSummary s;
-  std::vector<double> ttft, tpot, e2e, queue, load_wait;
-  Tick first_arrival = -1, last_finish = 0;
-  for (const RequestRecord& r : records_) {
-    ++s.requests_arrived;
-    if (first_arrival < 0 || r.arrival < first_arrival) first_arrival = r.arrival;
-    if (r.rejected) {
-      ++s.requests_rejected;
-      continue;
-    }
-    if (r.finish < 0) {
-      ++s.requests_unfinished;
-      continue;
-    }
-    ++s.requests_finished;
-    last_finish = std::max(last_finish, r.finish);
-    s.prompt_tokens += r.prompt_tokens;
-    s.output_tokens += r.output_tokens;
-    s.hit_tokens += r.cached_tokens;
-    s.cpu_hit_tokens += r.cpu_cached_tokens;
-    if (r.load_start >= 0) load_wait.push_back(TicksToMs(r.first_scheduled - r.load_start));
-    ttft.push_back(TicksToMs(r.first_token - r.arrival));
-    e2e.push_back(TicksToMs(r.finish - r.arrival));
-    queue.push_back(TicksToMs(r.first_scheduled - r.arrival));
-    if (r.output_tokens > 1) {
-      tpot.push_back(TicksToMs(r.finish - r.first_token) /
-                     static_cast<double>(r.output_tokens - 1));
-    }
-  }
-  s.ttft_ms = ExactPercentiles(ttft);
-  s.tpot_ms = ExactPercentiles(tpot);
-  s.e2e_ms = ExactPercentiles(e2e);
-  s.queue_ms = ExactPercentiles(queue);
-  s.load_wait_ms = ExactPercentiles(load_wait);
+  s.requests_arrived = rs.arrived;
+  s.requests_finished = rs.finished;
+  s.requests_rejected = rs.rejected;
+  s.requests_unfinished = rs.unfinished;
+  s.prompt_tokens = rs.prompt_tokens;
+  s.output_tokens = rs.output_tokens;
+  s.hit_tokens = rs.hit_tokens;
+  s.cpu_hit_tokens = rs.cpu_hit_tokens;
+  s.ttft_ms = rs.ttft_ms;
+  s.tpot_ms = rs.tpot_ms;
+  s.e2e_ms = rs.e2e_ms;
+  s.queue_ms = rs.queue_ms;
+  s.load_wait_ms = rs.load_wait_ms;
   s.cpu_hit_rate = s.prompt_tokens > 0 ? static_cast<double>(s.cpu_hit_tokens) /
                                              static_cast<double>(s.prompt_tokens)
                                        : 0;
@@ -146,9 +169,8 @@ RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
   s.preemptions = preemptions_;
   s.steps = steps_;
   s.computed_tokens = computed_tokens_;
-  const Tick t_end = s.requests_unfinished > 0 ? end : last_finish;
-  const Tick span = first_arrival >= 0 ? std::max<Tick>(1, t_end - first_arrival) : 1;
-  s.makespan_s = static_cast<double>(span) / 1e9;
+  const Tick span = rs.span;
+  s.makespan_s = rs.makespan_s;
   s.busy_fraction = static_cast<double>(busy_) / static_cast<double>(span);
   s.output_throughput = static_cast<double>(s.output_tokens) / s.makespan_s;
   s.total_throughput = static_cast<double>(s.output_tokens + s.prompt_tokens) / s.makespan_s;

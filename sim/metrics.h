@@ -19,17 +19,22 @@
 
 namespace kvsim {
 
+// One request's life as every deployment records it (a P/D request adds its transfer:
+// sim/cluster/cluster_sim.h's PdRecord). Records are indexed by request id; an id that never
+// arrived (the run stopped first) stays `arrived` = false.
 struct RequestRecord {
   RequestId id;
+  bool arrived = false;
   int64_t group = -1;
   int32_t turn = 0;
   Tick arrival = 0;
-  Tick first_scheduled = -1;
+  Tick first_scheduled = -1;  // first step that computed it (P/D: its first prefill step)
   Tick first_token = -1;
   Tick finish = -1;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
-  int64_t cached_tokens = 0;  // prefix hit at first admission (with a CPU tier: the GPU part)
+  int64_t cached_tokens = 0;  // prefix hit at first admission (with a CPU tier: the GPU part;
+                              // P/D: on the prefill instance)
   int64_t cpu_cached_tokens = 0;  // CPU-tier hit at first admission
   Tick load_start = -1;           // admitted with a CPU hit: the load started then
   int32_t preemptions = 0;
@@ -62,6 +67,44 @@ class LogHistogram {
   double sum_ = 0;
   int64_t n_ = 0;
   Tick max_ = 0;
+};
+
+// What every deployment reports of its requests, from their records alone: counts, tokens,
+// latency percentiles (ms) and the makespan. The one summarizer: the engine's RunSummary and
+// the P/D cluster's ClusterSummary both start from it.
+struct RequestSummary {
+  int64_t arrived = 0, finished = 0, rejected = 0, unfinished = 0;
+  // Σ over finished requests.
+  int64_t prompt_tokens = 0, output_tokens = 0, hit_tokens = 0, cpu_hit_tokens = 0;
+  Percentiles ttft_ms, tpot_ms, e2e_ms, queue_ms, load_wait_ms;
+  // From the first request's send time (the origin of its TTFT) to the last finish, or to
+  // the end of the run when some request is unfinished; at least 1 tick.
+  Tick span = 1;
+  double makespan_s = 0;
+};
+
+class RequestSummarizer {
+ public:
+  void Add(const RequestRecord& r);
+  // `end`: when the run stopped.
+  RequestSummary Finish(Tick end) const;
+
+ private:
+  RequestSummary s_;
+  std::vector<double> ttft_, tpot_, e2e_, queue_, load_wait_;
+  Tick first_arrival_ = -1, last_finish_ = 0;
+};
+
+// One instance's share of a run (a DP rank, a P/D pool's member): the requests it was given,
+// its steps and preemptions, its prefix-cache lookups, and its KV usage over time (sampled at
+// its step ends, as Metrics::StepEnd samples the engine's; the mean is time-weighted over the
+// run's makespan).
+struct InstanceSummary {
+  std::string name;  // "dp 1", "prefill 0"
+  int64_t requests = 0, steps = 0, preemptions = 0;
+  int64_t lookups = 0, query_tokens = 0, hit_tokens = 0;
+  double hit_rate = 0;  // hit_tokens / query_tokens
+  double kv_usage_mean = 0, kv_usage_max = 0;
 };
 
 struct KvSample {
@@ -106,6 +149,8 @@ struct RunSummary {
   int64_t offload_bytes_loaded = 0, offload_bytes_stored = 0;
   double cpu_tier_usage_mean = 0, cpu_tier_usage_max = 0;  // of its blocks, over steps
   Percentiles load_wait_ms;
+  // Data-parallel ranks (parallel.dp > 1): each rank's share, in rank order; empty otherwise.
+  std::vector<InstanceSummary> ranks;
 };
 
 class Metrics {
@@ -117,6 +162,7 @@ class Metrics {
     if (i >= records_.size()) records_.resize(i + 1);
     RequestRecord& r = records_[i];
     r.id = id;
+    r.arrived = true;
     return r;
   }
   RequestRecord& record(RequestId id) { return records_[static_cast<size_t>(id.value())]; }

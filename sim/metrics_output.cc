@@ -54,7 +54,35 @@ nlohmann::ordered_json SummaryToJson(const RunSummary& s) {
                   {"padding_bytes_total", s.padding_bytes_total},
                   {"padding_bytes_in_use_mean", s.padding_bytes_in_use_mean}};
   j["spec_acceptance"] = s.spec_acceptance;
+  if (!s.ranks.empty()) {
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    for (const InstanceSummary& r : s.ranks) {
+      ranks.push_back({{"rank", r.name},
+                       {"requests", r.requests},
+                       {"steps", r.steps},
+                       {"preemptions", r.preemptions},
+                       {"prefix_cache_lookups",
+                        {{"lookups", r.lookups},
+                         {"query_tokens", r.query_tokens},
+                         {"hit_tokens", r.hit_tokens}}},
+                       {"prefix_hit_rate", r.hit_rate},
+                       {"kv_usage", {{"mean", r.kv_usage_mean}, {"max", r.kv_usage_max}}}});
+    }
+    j["ranks"] = ranks;
+  }
   return j;
+}
+
+std::string FormatRanks(const RunSummary& s) {
+  std::string out;
+  for (const InstanceSummary& r : s.ranks) {
+    out += fmt::format(
+        "  {}: {} requests, {} steps, {} preemptions, prefix hit rate {:.1f}% ({} of {} lookup "
+        "tokens), KV usage mean/max {:.1f}/{:.1f}%\n",
+        r.name, r.requests, r.steps, r.preemptions, 100.0 * r.hit_rate, r.hit_tokens,
+        r.query_tokens, 100.0 * r.kv_usage_mean, 100.0 * r.kv_usage_max);
+  }
+  return out;
 }
 
 nlohmann::ordered_json LabelsToJson(const Labels& labels) {
@@ -131,6 +159,7 @@ std::string RequestsCsv(const Engine& e) {
       "output_tokens,cached_tokens,preemptions,status\n";
   auto ms = [](Tick t) { return t < 0 ? std::string() : fmt::format("{:.6f}", t / 1e6); };
   for (const RequestRecord& r : e.metrics().records()) {
+    if (!r.arrived) continue;  // an id that never arrived (the run stopped first)
     const char* status = r.rejected ? "rejected" : r.finish >= 0 ? "finished" : "unfinished";
     csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.group, r.turn,
                        ms(r.arrival), ms(r.first_scheduled), ms(r.first_token), ms(r.finish),
@@ -189,7 +218,8 @@ std::string DescribeRejections(const Engine& e) {
   int64_t arrived = 0, too_long = 0, over_budget = 0, no_room = 0;
   int64_t longest = 0;
   for (const RequestRecord& r : e.metrics().records()) {
-    ++arrived;  // as Metrics::Summarize counts them
+    if (!r.arrived) continue;  // as the summarizer counts them
+    ++arrived;
     if (!r.rejected) continue;
     longest = std::max(longest, r.prompt_tokens);
     if (max_len > 0 && r.prompt_tokens >= max_len) {

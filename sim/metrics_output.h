@@ -17,6 +17,8 @@
 namespace kvsim {
 
 nlohmann::ordered_json SummaryToJson(const RunSummary& s);
+// One line per data-parallel rank (RunSummary::ranks; "" without DP).
+std::string FormatRanks(const RunSummary& s);
 // A point's labels as a JSON object, each value typed as the scenario wrote it: integers and
 // decimals as numbers, true/false as booleans, null as null, anything else as a string
 // ({"cache.block_size": 16, "cluster.topology.ratio": "2:2"}).

@@ -19,76 +19,26 @@
 
 namespace kvsim {
 
-// One engine instance of a pool: an InstanceCore (sim/instance/instance_core.h: the scheduler
-// over its own KV cache manager, its step-time model, CPU tier and async pair) in its role.
-// The cluster drives it (it has no clock of its own), hears its steps as its observer, and
-// keeps what only the cluster reads: the requests it owns and its counters.
-class ClusterSim::Instance final : public InstanceObserver {
+// What the cluster keeps beside one instance of a pool (the instance itself, an InstanceCore,
+// is the ServingLoop's): the requests it holds and its counters.
+class ClusterSim::Instance {
  public:
-  // A request on this instance. The instance's scheduler sees its SimRequest base, so a
-  // scheduled chunk leads to the request's cluster state without a lookup.
-  struct Live : SimRequest {
-    Tick last_emit = -1;
-  };
-  static Live& LiveOf(SimRequest& r) { return static_cast<Live&>(r); }
+  Instance(InstanceCore& c, int pool_index)
+      : core(c), index(pool_index), usable_blocks(c.plan().usable_blocks()) {}
 
-  Instance(ClusterSim* sim, InstanceId id, int pool_index, InstanceConfig config)
-      : core(std::move(config)),
-        inst(core.inst()),
-        cost(core.cost()),
-        index(pool_index),
-        usable_blocks(core.plan().usable_blocks()),
-        sim_(sim),
-        id_(id) {}
+  bool prefill() const { return core.inst().role() == InstanceRole::kPrefill; }
+  const SchedulerParams& params() const { return core.inst().params(); }
+  const SchedulerState& state() const { return core.inst().state(); }
+  LiveRequest& live_of(RequestId id) { return *live.at(id); }
 
-  bool prefill() const { return inst.role() == InstanceRole::kPrefill; }
-  const SchedulerParams& params() const { return inst.params(); }
-  const SchedulerState& state() const { return inst.state(); }
-  Live& live_of(RequestId id) { return *live.at(id); }
-
-  // InstanceObserver: the cluster's records and this instance's counters.
-  void Preempted(SimRequest&, Tick) override {}
-  void ConnectorAdmitted(const ConnectorAdmission& a, Tick) override {
-    if (a.req->num_preemptions == 0) cpu_hit_tokens += a.external_hit_tokens;
-  }
-  void StepLaunched(const StepPlan& step, Tick start, Tick end) override {
-    (void)end;
-    sim_->OnStepLaunched(*this, step, start);
-  }
-  void Tokens(SimRequest& r, int64_t n, std::vector<TokenId>& tokens, Tick seen) override {
-    sim_->OnTokens(*this, r, n, tokens, seen);
-  }
-  // KV usage over time, measured as the Engine measures it (Metrics::StepEnd): one sample
-  // per step end, after its tokens were applied and before finished requests freed their
-  // blocks, held until the next step end; the mean is the area over the makespan. Blocks a
-  // transfer holds or reserves between steps are seen at the next step end.
-  void StepEnded(Tick, Tick now, const EngineInstance& in, int64_t, int64_t) override {
-    const double usage = in.kv().usage();
-    if (last_step_end >= 0) usage_area += last_usage * static_cast<double>(now - last_step_end);
-    last_step_end = now;
-    last_usage = usage;
-    usage_max = std::max(usage_max, usage);
-  }
-
-  InstanceCore core;
-  EngineInstance& inst;  // core's
-  CostModel& cost;       // core's
+  InstanceCore& core;
   const int index;
   int64_t usable_blocks = 0;
-  bool schedule_pending = false;
   Tick step_start = 0;
-  std::map<RequestId, std::unique_ptr<Live>> live;
+  std::map<RequestId, std::unique_ptr<LiveRequest>> live;
   int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
-  double usage_area = 0, usage_max = 0, last_usage = 0;
-  Tick last_step_end = -1;
-  int64_t requests = 0;
   int64_t cpu_hit_tokens = 0;  // first admissions' CPU-tier hits
   int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0, step_chunks = 0;  // trace
-  std::vector<SimRequest*> finished;  // EndStep's output (reused every step)
-
- private:
-  ClusterSim* sim_;
-  InstanceId id_;
 };
 
 struct ClusterSim::Transfer {
@@ -125,48 +75,57 @@ Result<std::unique_ptr<ClusterSim>> ClusterSim::Create(const Scenario& sc,
 }
 
 ClusterSim::ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload)
-    : sc_(sc),
-      setup_(std::move(setup)),
-      workload_(std::move(workload)),
-      net_(setup_.topology.ResourceCapacities()) {
+    : sc_(sc), setup_(std::move(setup)), net_(setup_.topology.ResourceCapacities()) {
   sc_.tree = ConfigNode();
+  workload_desc_ = workload->Describe();
+  const Tick stop_at = sc_.sim.run.max_sim_seconds > 0
+                           ? static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond)
+                           : -1;
+  loop_ = std::make_unique<ServingLoop>(std::move(workload), stop_at);
+  loop_->SetDeployment(this);
+  loop_->SetExternalClock(this);
 }
 
 ClusterSim::~ClusterSim() = default;
 
 Status ClusterSim::Init() {
   const ClusterConfig& cc = sc_.cluster;
-  workload_desc_ = workload_->Describe();
   // Each instance has its own draft acceptance stream.
-  auto build = [&](const Scenario& pool, const KvCachePlan& plan, InstanceRole role, int local,
+  auto build = [&](const Scenario& pool, const KvCachePlan& plan, InstanceRole role, int64_t count,
                    const char* where) -> Status {
-    const uint64_t fork = 0x5bec00 + static_cast<uint64_t>(local) +
-                          (role == InstanceRole::kPrefill ? 0 : 0x1000);
-    auto config = BuildInstanceConfig(pool, plan, role, Rng(sc_.seed).Fork(fork));
-    if (!config.ok()) {
-      return Status::Error(config.status().code(), std::string(where) + ": " +
-                                                       config.status().message());
+    std::vector<InstanceConfig> configs;
+    std::vector<std::string> tags;
+    for (int local = 0; local < static_cast<int>(count); ++local) {
+      const uint64_t fork = 0x5bec00 + static_cast<uint64_t>(local) +
+                            (role == InstanceRole::kPrefill ? 0 : 0x1000);
+      auto config = BuildInstanceConfig(pool, plan, role, Rng(sc_.seed).Fork(fork));
+      if (!config.ok()) {
+        return Status::Error(config.status().code(), std::string(where) + ": " +
+                                                         config.status().message());
+      }
+      configs.push_back(std::move(config.value()));
+      tags.push_back(fmt::format("{} {}", InstanceRoleName(role), local));
     }
-    const InstanceId id{static_cast<int32_t>(inst_.size())};
-    inst_.push_back(std::make_unique<Instance>(this, id, local, std::move(config.value())));
+    const int first = loop_->num_instances();
+    // Each pool's instances step independently; the cluster's routers place the requests.
+    loop_->AddPool(std::move(configs), std::move(tags), /*lock_step=*/false, 0);
+    for (int k = 0; first + k < loop_->num_instances(); ++k) {
+      inst_.push_back(std::make_unique<Instance>(loop_->core(first + k), k));
+    }
     return Status::Ok();
   };
   num_prefill_ = static_cast<int>(cc.prefill.count);
-  for (int i = 0; i < num_prefill_; ++i) {
-    if (Status s = build(*cc.prefill.scenario, setup_.prefill_plan, InstanceRole::kPrefill, i,
-                         "cluster.prefill");
-        !s.ok())
-      return s;
-  }
-  for (int i = 0; i < static_cast<int>(cc.decode.count); ++i) {
-    if (Status s = build(*cc.decode.scenario, setup_.decode_plan, InstanceRole::kDecode, i,
-                         "cluster.decode");
-        !s.ok())
-      return s;
-  }
+  if (Status s = build(*cc.prefill.scenario, setup_.prefill_plan, InstanceRole::kPrefill,
+                       cc.prefill.count, "cluster.prefill");
+      !s.ok())
+    return s;
+  if (Status s = build(*cc.decode.scenario, setup_.decode_plan, InstanceRole::kDecode,
+                       cc.decode.count, "cluster.decode");
+      !s.ok())
+    return s;
   hash_block_ = cc.router.hash_block_tokens > 0
                     ? cc.router.hash_block_tokens
-                    : inst_[0]->inst.kv().config().scheduler_block_size();
+                    : inst_[0]->core.inst().kv().config().scheduler_block_size();
   auto pr = MakeRouter(cc.router.prefill, num_prefill_, cc.router.prefix_capacity_blocks,
                        cc.router.max_imbalance_tokens);
   if (!pr.ok()) return pr.status();
@@ -176,65 +135,7 @@ Status ClusterSim::Init() {
   prefill_router_ = std::move(pr.value());
   decode_router_ = std::move(dr.value());
   flow_cap_ = cc.transfer.flow_rate_cap_gbytes_per_s;
-  if (sc_.sim.run.max_sim_seconds > 0) {
-    stop_at_ = static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond);
-  }
   return Status::Ok();
-}
-
-namespace {
-
-bool IsInstanceEvent(EventKind k) { return k == EventKind::kSchedule || k == EventKind::kStepEnd; }
-
-}  // namespace
-
-void ClusterSim::Push(Tick t, EventKind kind, InstanceEvent e) {
-  KVSIM_CHECK(IsInstanceEvent(kind) && e.instance.value() >= 0);
-  queue_.Push(t, kind, static_cast<uint64_t>(e.instance.value()));
-}
-
-void ClusterSim::Push(Tick t, EventKind kind, RequestEvent e) {
-  KVSIM_CHECK(!IsInstanceEvent(kind) && e.id.value() >= 0);
-  queue_.Push(t, kind, static_cast<uint64_t>(e.id.value()));
-}
-
-ClusterSim::InstanceEvent ClusterSim::InstanceOf(const Event& e) {
-  KVSIM_CHECK(IsInstanceEvent(e.kind));
-  return {InstanceId{static_cast<int32_t>(e.payload)}};
-}
-
-ClusterSim::RequestEvent ClusterSim::RequestOf(const Event& e) {
-  KVSIM_CHECK(!IsInstanceEvent(e.kind));
-  return {RequestId{static_cast<int64_t>(e.payload)}};
-}
-
-void ClusterSim::PullOpenLoop() {
-  if (open_loop_done_) return;
-  std::optional<RequestSpec> next = workload_->Next();
-  if (!next) {
-    open_loop_done_ = true;
-    return;
-  }
-  const RequestId id = next->id;
-  // Intake (HTTP, tokenization) before the router sees it; TTFT counts from spec.arrival.
-  // Open-loop arrivals enter in send order: the next is pulled when this one enters.
-  const Tick t =
-      std::max(now_, next->arrival + inst_[0]->cost.IntakeNanos(next->num_prompt_tokens));
-  specs_[id] = std::move(*next);
-  open_loop_next_ = id;
-  Push(t, EventKind::kArrival, RequestEvent{id});
-}
-
-void ClusterSim::RequestSchedule(InstanceId i) {
-  Instance& in = instance(i);
-  if (in.core.step_in_flight() || in.schedule_pending) return;
-  in.schedule_pending = true;
-  Push(now_, EventKind::kSchedule, InstanceEvent{i});
-}
-
-const std::vector<TokenId>& ClusterSim::PromptOf(const RequestSpec& spec) {
-  workload_->BuildPrompt(spec, prompt_buf_);
-  return prompt_buf_;
 }
 
 std::vector<BlockHash> ClusterSim::RouteHashes(const std::vector<TokenId>& prompt) const {
@@ -264,7 +165,7 @@ std::vector<InstanceLoad> ClusterSim::Loads(bool prefill) const {
     } else {
       l.waiting_tokens = in.inbound_tokens;
       l.running = static_cast<int64_t>(in.state().running.size() + in.state().waiting.size()) +
-                  in.inst.num_incoming_reserved() + in.inst.num_incoming_waiting();
+                  in.core.inst().num_incoming_reserved() + in.core.inst().num_incoming_waiting();
     }
     out.push_back(l);
   }
@@ -272,82 +173,48 @@ std::vector<InstanceLoad> ClusterSim::Loads(bool prefill) const {
 }
 
 void ClusterSim::Run() {
-  PullOpenLoop();
-  for (;;) {
-    const auto flow = net_.NextCompletion();
-    const std::optional<Event> next = queue_.Peek();
-    if (!flow && !next) break;
-    const Tick t_ev = next ? next->tick : std::numeric_limits<Tick>::max();
-    const Tick t = flow ? std::min(flow->first, t_ev) : t_ev;
-    if (stop_at_ >= 0 && t > stop_at_) {
-      now_ = stop_at_;
-      net_.AdvanceTo(now_);
-      break;
-    }
-    now_ = t;
-    net_.AdvanceTo(now_);
-    // Bytes that finish at t are delivered before any event of tick t runs.
-    if (flow && flow->first <= t_ev) {
-      for (int64_t f : net_.Finished()) {
-        net_.Remove(f);
-        OnWireEnd(f);
-      }
-      continue;
-    }
-    const Event e = *queue_.Pop();
-    switch (e.kind) {
-      case EventKind::kArrival: {
-        const RequestId id = RequestOf(e).id;
-        const bool open = open_loop_next_ == id;
-        if (open) open_loop_next_.reset();
-        OnArrival(id);
-        if (open) PullOpenLoop();
-        break;
-      }
-      case EventKind::kSchedule:
-        OnSchedule(InstanceOf(e).instance);
-        break;
-      case EventKind::kStepEnd:
-        OnStepEnd(InstanceOf(e).instance);
-        break;
-      case EventKind::kWireStart:
-        OnWireStart(RequestOf(e).id);
-        break;
-      case EventKind::kKvReady:
-        OnKvReady(RequestOf(e).id);
-        break;
-    }
-  }
+  loop_->Run();
   if (trace_) TraceRequests();
 }
 
-void ClusterSim::OnSchedule(InstanceId i) {
-  using Kind = InstanceCore::ScheduleResult::Kind;
-  Instance& in = instance(i);
-  in.schedule_pending = false;
-  const InstanceCore::ScheduleResult r = in.core.Schedule(now_, in);
-  switch (r.kind) {
-    case Kind::kNothing:
-    case Kind::kDecided:  // Schedule launches what it decides
-      return;
-    case Kind::kStarted:
-      Push(r.at, EventKind::kStepEnd, InstanceEvent{i});
-      return;
-    case Kind::kRetryAt:
-      in.schedule_pending = true;
-      Push(r.at, EventKind::kSchedule, InstanceEvent{i});
-      return;
-    case Kind::kRejected: {
-      const RequestId id = r.rejected->id;
-      in.live.erase(id);
-      Reject(id);
-      RequestSchedule(i);
-      return;
-    }
+std::optional<Tick> ClusterSim::NextCompletion() const {
+  const auto flow = net_.NextCompletion();
+  if (!flow) return std::nullopt;
+  return flow->first;
+}
+
+void ClusterSim::AdvanceTo(Tick now) { net_.AdvanceTo(now); }
+
+void ClusterSim::Fire() {
+  for (int64_t f : net_.Finished()) {
+    net_.Remove(f);
+    OnWireEnd(f);
   }
 }
 
-void ClusterSim::OnStepLaunched(Instance& in, const StepPlan& step, Tick start) {
+void ClusterSim::RequestEvent(EventKind kind, RequestId id) {
+  if (kind == EventKind::kWireStart) {
+    OnWireStart(id);
+  } else {
+    KVSIM_CHECK(kind == EventKind::kKvReady);
+    OnKvReady(id);
+  }
+}
+
+void ClusterSim::Dropped(int i, SimRequest* head) {
+  const RequestId id = head->id;
+  inst_[static_cast<size_t>(i)]->live.erase(id);
+  Reject(id);
+}
+
+void ClusterSim::ConnectorAdmitted(int i, const ConnectorAdmission& a, Tick) {
+  if (a.req->num_preemptions == 0) inst_[static_cast<size_t>(i)]->cpu_hit_tokens += a.external_hit_tokens;
+}
+
+void ClusterSim::StepEnded(int, Tick, Tick, const EngineInstance&, int64_t, int64_t) {}
+
+void ClusterSim::StepLaunched(int i, const StepPlan& step, Tick start, Tick) {
+  Instance& in = *inst_[static_cast<size_t>(i)];
   in.step_tokens = 0;
   in.step_admitted = 0;
   in.step_preempted = static_cast<int64_t>(step.preempted.size());
@@ -356,63 +223,50 @@ void ClusterSim::OnStepLaunched(Instance& in, const StepPlan& step, Tick start) 
     in.step_tokens += c.num_tokens;
     if (c.new_admission) ++in.step_admitted;
     PdRecord& rec = record_of(c.req->id);
-    if (in.prefill() && c.new_admission && rec.prefill_start < 0) {
-      rec.prefill_start = start;
-      rec.prefill_hit_tokens = c.hit_tokens;
+    if (in.prefill() && c.new_admission && rec.first_scheduled < 0) {
+      rec.first_scheduled = start;
+      rec.cached_tokens = c.hit_tokens;
     }
   }
   in.step_start = start;
 }
 
-void ClusterSim::OnTokens(Instance& in, SimRequest& r, int64_t n, std::vector<TokenId>& tokens,
-                          Tick seen) {
-  const RequestSpec& spec = specs_.at(r.id);
-  const int64_t vocab = workload_->vocab_size();
-  for (int64_t k = 0; k < n; ++k) {
-    tokens.push_back(OutputToken(spec.output_seed, r.num_output_tokens + k, vocab));
-  }
+void ClusterSim::Emitted(int i, LiveRequest& r, Tick seen) {
   // A prefill instance's one token is sampled and discarded (the proxy asked for it only to
   // run the prompt): the user sees tokens from the decoder.
-  if (in.prefill()) return;
+  if (inst_[static_cast<size_t>(i)]->prefill()) return;
   PdRecord& rec = record_of(r.id);
   if (rec.first_token < 0) rec.first_token = seen;
-  Instance::Live& lv = Instance::LiveOf(r);
-  if (lv.last_emit >= 0) itl_.Add(seen - lv.last_emit);
-  lv.last_emit = seen;
+  if (r.last_emit >= 0) itl_.Add(seen - r.last_emit);
+  r.last_emit = seen;
 }
 
-void ClusterSim::OnStepEnd(InstanceId i) {
-  Instance& in = instance(i);
+void ClusterSim::StepOutputs(int i, const std::vector<SimRequest*>& finished) {
+  Instance& in = *inst_[static_cast<size_t>(i)];
+  const InstanceId id{i};
   if (trace_) {
-    trace_->Step(in.step_start, now_, in.step_tokens, in.step_chunks, in.step_admitted,
-                 in.step_preempted, InstancePid(i));
+    trace_->Step(in.step_start, now(), in.step_tokens, in.step_chunks, in.step_admitted,
+                 in.step_preempted, InstancePid(id));
   }
-  in.finished.clear();
-  in.core.EndStep(now_, in, in.finished);
-  for (SimRequest* r : in.finished) {
+  for (SimRequest* r : finished) {
     if (in.prefill()) {
-      OnPrefillDone(i, r->id);
+      OnPrefillDone(id, r->id);
     } else {
-      OnFinished(i, r->id, r->num_output_tokens);
+      OnFinished(id, r->id, r->num_output_tokens);
     }
   }
-  if (!in.prefill()) TryReserve(i);
+  if (!in.prefill()) TryReserve(id);
   if (trace_) {
-    trace_->Counters(
-        now_, in.inst.kv().usage(), static_cast<int64_t>(in.state().running.size()),
-        static_cast<int64_t>(in.state().waiting.size()) + in.inst.num_incoming_waiting(),
-        InstancePid(i));
+    const EngineInstance& e = in.core.inst();
+    trace_->Counters(now(), e.kv().usage(), static_cast<int64_t>(e.state().running.size()),
+                     static_cast<int64_t>(e.state().waiting.size()) + e.num_incoming_waiting(),
+                     InstancePid(id));
   }
-  if (const std::optional<Tick> end = in.core.Continue(now_, in)) {
-    Push(*end, EventKind::kStepEnd, InstanceEvent{i});
-    return;
-  }
-  RequestSchedule(i);
 }
 
 void ClusterSim::TraceNetwork() {
   if (!trace_) return;
-  trace_->Counter(now_, "transfers_on_wire", static_cast<double>(flow_to_request_.size()),
+  trace_->Counter(now(), "transfers_on_wire", static_cast<double>(flow_to_request_.size()),
                   kNetworkPid);
 }
 
@@ -423,15 +277,11 @@ void ClusterSim::SetTrace(TraceRecorder* trace) {
   for (size_t i = 0; i < inst_.size(); ++i) {
     const Instance& in = *inst_[i];
     trace_->NameProcess(InstancePid(InstanceId{static_cast<int32_t>(i)}),
-                        fmt::format("{} {}", InstanceRoleName(in.inst.role()), in.index));
+                        fmt::format("{} {}", InstanceRoleName(in.core.inst().role()), in.index));
   }
 }
 
-void ClusterSim::SetStepLog(const StepRecordSink* sink) {
-  for (const auto& in : inst_) {
-    in->core.SetStepLog(sink, fmt::format("{} {}", InstanceRoleName(in->inst.role()), in->index));
-  }
-}
+void ClusterSim::SetStepLog(const StepRecordSink* sink) { loop_->SetStepLog(sink); }
 
 // Request phases come from the records once the run is over: every boundary is known then,
 // and the phases of one request nest properly (wait for blocks and wire inside transfer).
@@ -443,10 +293,10 @@ void ClusterSim::TraceRequests() {
       continue;
     }
     const std::string p = fmt::format(R"("prefill_instance":{})", r.prefill_instance);
-    if (r.prefill_start >= 0) trace_->RequestPhase(r.id, "queued", r.arrival, r.prefill_start);
+    if (r.first_scheduled >= 0) trace_->RequestPhase(r.id, "queued", r.arrival, r.first_scheduled);
     if (r.prefill_end >= 0) {
-      trace_->RequestPhase(r.id, "prefill", r.prefill_start, r.prefill_end,
-                           fmt::format(R"({},"hit_tokens":{})", p, r.prefill_hit_tokens));
+      trace_->RequestPhase(r.id, "prefill", r.first_scheduled, r.prefill_end,
+                           fmt::format(R"({},"hit_tokens":{})", p, r.cached_tokens));
     }
     if (r.kv_ready >= 0) {
       trace_->RequestPhase(
@@ -468,58 +318,55 @@ void ClusterSim::TraceRequests() {
   }
 }
 
-void ClusterSim::OnArrival(RequestId id) {
-  const RequestSpec& spec = specs_.at(id);
+void ClusterSim::Arrived(RequestId id) {
+  const RequestSpec& spec = loop_->spec(id);
   GrowRecords(id);
   PdRecord& rec = record_of(id);
   rec.id = id;
   rec.arrived = true;
   rec.arrival = spec.arrival;
   rec.prompt_tokens = spec.num_prompt_tokens;
-  if (first_arrival_ < 0 || rec.arrival < first_arrival_) first_arrival_ = rec.arrival;
   const Instance& p0 = *inst_[0];
   const Instance& d0 = instance(DecodeInstance(0));
   const int64_t n = rec.prompt_tokens;
   if (n < 1 || n >= p0.params().max_model_len || n >= d0.params().max_model_len ||
-      p0.inst.kv().BlocksNeededFresh(n) > p0.usable_blocks ||
-      d0.inst.kv().BlocksNeededFresh(n) > d0.usable_blocks) {
+      p0.core.inst().kv().BlocksNeededFresh(n) > p0.usable_blocks ||
+      d0.core.inst().kv().BlocksNeededFresh(n) > d0.usable_blocks) {
     Reject(id);
     return;
   }
-  const std::vector<TokenId>& prompt = PromptOf(spec);
+  const std::vector<TokenId>& prompt = loop_->PromptOf(spec);
   const std::vector<BlockHash> hashes = RouteHashes(prompt);
   const int p_local = prefill_router_->Route(hashes, Loads(true));
   rec.prefill_instance = p_local;
   const InstanceId p{p_local};  // the prefill pool comes first
   Instance& in = instance(p);
-  auto lv = std::make_unique<Instance::Live>();
-  SimRequest& r = *lv;
-  r.id = id;
-  r.arrival_tick = now_;
-  in.inst.Admit(&r, prompt);  // max_tokens = 1
+  auto lv = std::make_unique<LiveRequest>();
+  lv->spec = &spec;
+  lv->id = id;
+  lv->arrival_tick = now();
+  loop_->Admit(p.value(), lv.get(), prompt);  // max_tokens = 1
   in.live[id] = std::move(lv);
-  ++in.requests;
-  RequestSchedule(p);
+  loop_->RequestSchedule(p.value());
 }
 
 void ClusterSim::OnPrefillDone(InstanceId p, RequestId id) {
   PdRecord& rec = record_of(id);
-  rec.prefill_end = now_;
-  const RequestSpec& spec = specs_.at(id);
-  const std::vector<TokenId>& prompt = PromptOf(spec);
+  rec.prefill_end = now();
+  const RequestSpec& spec = loop_->spec(id);
+  const std::vector<TokenId>& prompt = loop_->PromptOf(spec);
   const int d_local = decode_router_->Route(RouteHashes(prompt), Loads(false));
   const InstanceId d = DecodeInstance(d_local);
   rec.decode_instance = d_local;
   Instance& in = instance(d);
-  auto lv = std::make_unique<Instance::Live>();
-  SimRequest& r = *lv;
-  r.id = id;
-  r.arrival_tick = rec.arrival;
-  r.max_output_tokens = std::max<int64_t>(1, spec.max_output_tokens);
-  in.inst.Admit(&r, prompt);  // waits for blocks to receive into
+  auto lv = std::make_unique<LiveRequest>();
+  lv->spec = &spec;
+  lv->id = id;
+  lv->arrival_tick = rec.arrival;
+  lv->max_output_tokens = std::max<int64_t>(1, spec.max_output_tokens);
+  loop_->Admit(d.value(), lv.get(), prompt);  // waits for blocks to receive into
   in.live[id] = std::move(lv);
   in.inbound_tokens += rec.prompt_tokens;
-  ++in.requests;
   Transfer& t = transfers_[id];
   t.p = p;
   t.d = d;
@@ -528,12 +375,12 @@ void ClusterSim::OnPrefillDone(InstanceId p, RequestId id) {
 
 void ClusterSim::TryReserve(InstanceId d) {
   Instance& in = instance(d);
-  while (SimRequest* r = in.inst.ReserveIncoming()) {
+  while (SimRequest* r = in.core.inst().ReserveIncoming()) {
     const RequestId id = r->id;
     const int64_t n = r->num_prompt_tokens;
     const int64_t hit_tokens = r->num_cached_tokens;
     PdRecord& rec = record_of(id);
-    rec.reserved = now_;
+    rec.reserved = now();
     rec.decode_hit_tokens = hit_tokens;
     Transfer& t = transfers_.at(id);
     t.cost = setup_.transfer.ForRequest(hit_tokens, n);
@@ -546,18 +393,19 @@ void ClusterSim::TryReserve(InstanceId d) {
     const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
     const Tick save = tm.SaveRelayoutNs(t.cost);
     const Tick post = tm.PostingNs(t.cost);
-    t.post_end = now_ + save + post;
-    Push(tm.overlap_posting ? now_ + save : t.post_end, EventKind::kWireStart, RequestEvent{id});
+    t.post_end = now() + save + post;
+    loop_->PushRequestEvent(tm.overlap_posting ? now() + save : t.post_end, EventKind::kWireStart,
+                            id);
   }
 }
 
 void ClusterSim::OnWireStart(RequestId id) {
   Transfer& t = transfers_.at(id);
   PdRecord& rec = record_of(id);
-  rec.wire_start = now_;
+  rec.wire_start = now();
   const TopoPath& path = setup_.path(t.p.value(), DecodeLocal(t.d));
   const double cap = flow_cap_ > 0 ? flow_cap_ : std::numeric_limits<double>::infinity();
-  t.flow = net_.Add(path.resources, static_cast<double>(t.cost.bytes), now_, cap);
+  t.flow = net_.Add(path.resources, static_cast<double>(t.cost.bytes), now(), cap);
   flow_to_request_[t.flow] = id;
   TraceNetwork();
 }
@@ -568,61 +416,48 @@ void ClusterSim::OnWireEnd(int64_t flow) {
   TraceNetwork();
   Transfer& t = transfers_.at(id);
   PdRecord& rec = record_of(id);
-  rec.wire_end = now_;
+  rec.wire_end = now();
   // The decoder has read the blocks: the prefill instance frees them (they stay cached).
   Instance& p = instance(t.p);
-  p.inst.Release(&p.live_of(id));
+  p.core.inst().Release(&p.live_of(id));
   p.live.erase(id);
-  RequestSchedule(t.p);
+  loop_->RequestSchedule(t.p.value());
   const TopoPath& path = setup_.path(t.p.value(), DecodeLocal(t.d));
   const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
-  const Tick delivered = std::max(now_, tm.overlap_posting ? t.post_end : now_);
-  Push(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost), EventKind::kKvReady,
-       RequestEvent{id});
+  const Tick delivered = std::max(now(), tm.overlap_posting ? t.post_end : now());
+  loop_->PushRequestEvent(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost),
+                          EventKind::kKvReady, id);
 }
 
 void ClusterSim::OnKvReady(RequestId id) {
   // A copy of the decode instance: the transfer's entry is erased below, before it is used.
   const InstanceId d = transfers_.at(id).d;
   PdRecord& rec = record_of(id);
-  rec.kv_ready = now_;
+  rec.kv_ready = now();
   Instance& in = instance(d);
   in.inbound_tokens -= rec.prompt_tokens;
-  in.inst.ResumeWithKv(&in.live_of(id));
+  in.core.inst().ResumeWithKv(&in.live_of(id));
   transfers_.erase(id);
-  RequestSchedule(d);
+  loop_->RequestSchedule(d.value());
 }
 
 void ClusterSim::OnFinished(InstanceId d, RequestId id, int64_t outputs) {
   Instance& in = instance(d);
   PdRecord& rec = record_of(id);
-  rec.finish = std::max(now_, in.live_of(id).last_emit);  // when the last token is seen
+  rec.finish = std::max(now(), in.live_of(id).last_emit);  // when the last token is seen
   rec.output_tokens = outputs;
-  last_finish_ = std::max(last_finish_, rec.finish);
   in.live.erase(id);  // its blocks were freed at the step's end
-  EndForWorkload(id, outputs);
+  loop_->End(id, outputs);
 }
 
 void ClusterSim::Reject(RequestId id) {
   GrowRecords(id);
   record_of(id).rejected = true;
-  EndForWorkload(id, 0);
-}
-
-void ClusterSim::EndForWorkload(RequestId id, int64_t output_tokens) {
-  follow_buf_.clear();
-  workload_->OnFinish(specs_.at(id), output_tokens, now_, follow_buf_);
-  specs_.erase(id);
-  for (RequestSpec& f : follow_buf_) {
-    const RequestId fid = f.id;
-    const Tick at = f.arrival + inst_[0]->cost.IntakeNanos(f.num_prompt_tokens);
-    specs_[fid] = std::move(f);
-    Push(at, EventKind::kArrival, RequestEvent{fid});
-  }
+  loop_->End(id, 0);  // a rejected request still ends its session/tree branch
 }
 
 void ClusterSim::CheckInvariants() const {
-  for (const auto& in : inst_) in->inst.kv().CheckInvariants();
+  for (const auto& in : inst_) in->core.inst().kv().CheckInvariants();
   net_.CheckInvariants();
   for (const PdRecord& r : records_) {
     KVSIM_CHECK(r.transfers <= 1);
@@ -632,16 +467,13 @@ void ClusterSim::CheckInvariants() const {
 
 ClusterSummary ClusterSim::Summary() const {
   ClusterSummary s;
-  std::vector<double> ttft, queue, prefill, transfer, first, tpot, e2e, wire;
-  int64_t outputs = 0;
+  // What every deployment reports (the one summarizer), then the P/D parts of TTFT and the
+  // transfers.
+  RequestSummarizer summarizer;
+  std::vector<double> prefill, transfer, first, wire;
   for (const PdRecord& r : records_) {
-    if (r.rejected) {
-      ++s.rejected;
-      ++s.arrived;
-      continue;
-    }
-    if (!r.arrived) continue;  // an id that never arrived (run stopped first)
-    ++s.arrived;
+    summarizer.Add(r);
+    if (!r.arrived || r.rejected) continue;
     if (r.transfers > 0) {
       ++s.transferred_requests;
       s.bytes += r.bytes;
@@ -650,57 +482,48 @@ ClusterSummary ClusterSim::Summary() const {
       s.receive_relayout_bytes += r.receive_relayout_bytes;
       s.decode_hit_tokens += r.decode_hit_tokens;
     }
-    if (r.finish < 0) {
-      ++s.unfinished;
-      continue;
-    }
-    ++s.finished;
-    outputs += r.output_tokens;
-    ttft.push_back(TicksToMs(r.first_token - r.arrival));
-    queue.push_back(TicksToMs(r.prefill_start - r.arrival));
-    prefill.push_back(TicksToMs(r.prefill_end - r.prefill_start));
+    if (r.finish < 0) continue;
+    prefill.push_back(TicksToMs(r.prefill_end - r.first_scheduled));
     transfer.push_back(TicksToMs(r.kv_ready - r.prefill_end));
     first.push_back(TicksToMs(r.first_token - r.kv_ready));
     wire.push_back(TicksToMs(r.wire_end - r.wire_start));
-    e2e.push_back(TicksToMs(r.finish - r.arrival));
-    if (r.output_tokens > 1) {
-      tpot.push_back(TicksToMs(r.finish - r.first_token) /
-                     static_cast<double>(r.output_tokens - 1));
-    }
   }
-  // The makespan as the Engine's Metrics::Summarize takes it: from the first request's send
-  // time (the origin of its TTFT) to the last finish, or to the end of the run when some
-  // request is unfinished.
-  const Tick t_end = s.unfinished > 0 ? now_ : last_finish_;
-  const Tick span = first_arrival_ >= 0 ? std::max<Tick>(1, t_end - first_arrival_) : 1;
-  s.makespan_s = static_cast<double>(span) / static_cast<double>(kTicksPerSecond);
-  s.ttft = ExactPercentiles(ttft);
-  s.queue = ExactPercentiles(queue);
+  const RequestSummary rs = summarizer.Finish(now());
+  s.arrived = rs.arrived;
+  s.finished = rs.finished;
+  s.rejected = rs.rejected;
+  s.unfinished = rs.unfinished;
+  const Tick span = rs.span;
+  s.makespan_s = rs.makespan_s;
+  s.ttft = rs.ttft_ms;
+  s.queue = rs.queue_ms;
+  s.tpot = rs.tpot_ms;
+  s.e2e = rs.e2e_ms;
   s.prefill = ExactPercentiles(prefill);
   s.transfer = ExactPercentiles(transfer);
   s.first_decode = ExactPercentiles(first);
   s.wire = ExactPercentiles(wire);
-  s.tpot = ExactPercentiles(tpot);
-  s.e2e = ExactPercentiles(e2e);
-  s.output_throughput = static_cast<double>(outputs) / s.makespan_s;
+  s.output_throughput = static_cast<double>(rs.output_tokens) / s.makespan_s;
   const Percentiles itl = itl_.Summarize();  // in ticks; as ms, as Metrics::Summarize
   s.itl = {itl.mean / 1e6, itl.p50 / 1e6, itl.p90 / 1e6, itl.p99 / 1e6, itl.max / 1e6, itl.count};
   for (int role = 0; role < 2; ++role) {
     PoolSummary& ps = role == 0 ? s.prefill_pool : s.decode_pool;
     ps.role = role == 0 ? "prefill" : "decode";
-    for (const auto& in : inst_) {
+    for (size_t k = 0; k < inst_.size(); ++k) {
+      const Instance* in = inst_[k].get();
       if (in->prefill() != (role == 0)) continue;
-      ps.kv_usage_mean.push_back(in->usage_area / static_cast<double>(span));
-      ps.kv_usage_max.push_back(in->usage_max);
-      ps.requests.push_back(in->requests);
-      const PrefixCacheStats& st = in->inst.kv().stats();
+      const InstanceUsage& u = loop_->usage(static_cast<int>(k));
+      ps.kv_usage_mean.push_back(u.area / static_cast<double>(span));
+      ps.kv_usage_max.push_back(u.max);
+      ps.requests.push_back(u.requests);
+      const PrefixCacheStats& st = in->core.inst().kv().stats();
       ps.lookups += st.requests;
       ps.query_tokens += st.query_tokens;
       ps.hit_tokens += st.hit_tokens;
       ps.steps += in->core.steps();
       ps.preemptions += in->core.preemptions();
-      ps.spec_drafts += in->inst.drafts_scheduled();
-      ps.spec_accepted += in->inst.drafts_accepted();
+      ps.spec_drafts += in->core.inst().drafts_scheduled();
+      ps.spec_accepted += in->core.inst().drafts_accepted();
       if (const OffloadDriver* off = in->core.offload()) {
         ps.has_cpu_tier = true;
         ps.cpu_hit_tokens += in->cpu_hit_tokens;
@@ -860,13 +683,13 @@ std::string ClusterRequestsCsv(const ClusterSim& sim) {
                        r.prefill_instance, r.decode_instance, ms(r.arrival));
     if (done) {
       out += fmt::format("{},{},{},{},{},{},{},", ms(r.first_token - r.arrival),
-                         ms(r.prefill_start - r.arrival), ms(r.prefill_end - r.prefill_start),
+                         ms(r.first_scheduled - r.arrival), ms(r.prefill_end - r.first_scheduled),
                          ms(r.kv_ready - r.prefill_end), ms(r.first_token - r.kv_ready),
                          ms(r.wire_end - r.wire_start), ms(r.finish - r.arrival));
     } else {
       out += ",,,,,,,";
     }
-    out += fmt::format("{},{},{},{},{},{},{},{}\n", r.prefill_hit_tokens, r.decode_hit_tokens,
+    out += fmt::format("{},{},{},{},{},{},{},{}\n", r.cached_tokens, r.decode_hit_tokens,
                        r.transfer_tokens, r.descriptors, r.bytes, r.save_relayout_bytes,
                        r.receive_relayout_bytes,
                        r.rejected ? "rejected" : (done ? "finished" : "unfinished"));

@@ -16,10 +16,12 @@
 // usable on D: waiting for decode blocks, re-layouts, posting, wire, latency) + first decode
 // (→ first token on D). The four parts add up exactly (tested).
 //
-// Each instance is an EngineInstance (sim/instance/engine_instance.h) in its role (prefill
-// or decode): the scheduler (sim/scheduler) over its own KvCacheManager (core) with the
-// pool's plan, priced by the pool's CostModel. ClusterSim owns the instances, the flow
-// network, the routers and the workload; everything is deterministic for a scenario + seed.
+// Each instance is an InstanceCore (sim/instance/instance_core.h) in its role (prefill or
+// decode): the scheduler (sim/scheduler) over its own KvCacheManager (core) with the pool's
+// plan, priced by the pool's CostModel. The ServingLoop (sim/pool/serving_loop.h) runs the
+// clock, the workload and the instances' step cycles over two pools; ClusterSim is its
+// deployment (what a request does between the pools: routers, transfers, records) and its
+// external clock (the flow network). Everything is deterministic for a scenario + seed.
 // Deviations from vLLM, on purpose: decode-side blocks are reserved outside the scheduler's
 // token budget (vLLM admits WAITING_FOR_REMOTE_KVS requests through the waiting queue) and
 // cached at reservation, not after the load; save-side re-layout does not contend with the
@@ -39,9 +41,9 @@
 #include "sim/cluster/flow_network.h"
 #include "sim/cluster/router.h"
 #include "sim/event.h"
-#include "sim/event_queue.h"
 #include "sim/instance/step_clock.h"
 #include "sim/metrics.h"
+#include "sim/pool/serving_loop.h"
 #include "sim/scheduler/scheduler.h"
 #include "sim/scenario_config.h"
 #include "sim/trace_export.h"
@@ -49,22 +51,17 @@
 
 namespace kvsim {
 
-struct PdRecord {
-  RequestId id;
-  int64_t prompt_tokens = 0;
-  int64_t output_tokens = 0;
+// A P/D request's record: the one every deployment keeps (RequestRecord: arrival, its first
+// prefill step as first_scheduled, the prefill instance's hit as cached_tokens, first token,
+// finish) plus its way between the pools.
+struct PdRecord : RequestRecord {
   int prefill_instance = -1;
   int decode_instance = -1;
-  Tick arrival = 0;
-  Tick prefill_start = -1;  // first prefill step scheduled
   Tick prefill_end = -1;    // KV complete on the prefill instance
   Tick reserved = -1;       // decode blocks reserved
   Tick wire_start = -1;     // bytes start to move (after save re-layout and posting)
   Tick wire_end = -1;       // last byte delivered
   Tick kv_ready = -1;       // after latency and receive re-layout: usable on decode
-  Tick first_token = -1;
-  Tick finish = -1;
-  int64_t prefill_hit_tokens = 0;
   int64_t decode_hit_tokens = 0;
   int64_t transfer_tokens = 0;
   int64_t descriptors = 0;
@@ -72,8 +69,6 @@ struct PdRecord {
   int64_t save_relayout_bytes = 0;
   int64_t receive_relayout_bytes = 0;
   int transfers = 0;  // how many times this request's KV moved (must be 1)
-  bool rejected = false;
-  bool arrived = false;
 };
 
 struct PoolSummary {
@@ -119,14 +114,14 @@ struct ClusterSummary {
   std::vector<LinkSummary> links;  // every directed link that carried bytes, busiest first
 };
 
-class ClusterSim {
+class ClusterSim final : Deployment, ExternalClock {
  public:
   // Builds the setup, the instances, routers and the workload. Bad input → Status.
   static Result<std::unique_ptr<ClusterSim>> Create(const Scenario& sc);
   // Same, with requests given directly instead of the scenario's workload (tests).
   static Result<std::unique_ptr<ClusterSim>> Create(const Scenario& sc,
                                                     std::unique_ptr<IWorkload> workload);
-  ~ClusterSim();
+  ~ClusterSim() override;
 
   // Records a Chrome/Perfetto trace of the run into `trace` (not owned; null = none): each
   // instance is a process with its steps and KV/queue counters, "network" counts transfers
@@ -142,7 +137,7 @@ class ClusterSim {
   const std::vector<PdRecord>& records() const { return records_; }
   const ClusterSetup& setup() const { return setup_; }
   const std::string& workload_description() const { return workload_desc_; }
-  Tick now() const { return now_; }
+  Tick now() const { return loop_->now(); }
   // Checks every instance's KV manager invariants and that no transfer is lost.
   void CheckInvariants() const;
 
@@ -152,26 +147,23 @@ class ClusterSim {
 
   ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload);
   Status Init();
-  // Typed event payloads. An Event (sim/event.h) carries one integer; these are the only
-  // code that writes or reads it, and no bit of it has a second meaning (an open-loop
-  // arrival is known by its id: open_loop_next_).
-  struct InstanceEvent {  // kSchedule, kStepEnd
-    InstanceId instance;  // global index: prefill instances, then decode instances
-  };
-  struct RequestEvent {  // kArrival, kWireStart, kKvReady
-    RequestId id;
-  };
-  void Push(Tick t, EventKind kind, InstanceEvent e);
-  void Push(Tick t, EventKind kind, RequestEvent e);
-  static InstanceEvent InstanceOf(const Event& e);
-  static RequestEvent RequestOf(const Event& e);
-  void PullOpenLoop();
-  void OnArrival(RequestId id);
-  void OnSchedule(InstanceId inst);  // a decision on instance `inst`; a non-empty one starts a step
-  void OnStepEnd(InstanceId inst);
-  // Instance i's observer calls (InstanceCore): a step started, a request produced tokens.
-  void OnStepLaunched(Instance& in, const StepPlan& step, Tick start);
-  void OnTokens(Instance& in, SimRequest& r, int64_t n, std::vector<TokenId>& tokens, Tick seen);
+
+  // Deployment: what the loop reports (sim/pool/serving_loop.h).
+  void Arrived(RequestId id) override;
+  void Preempted(int, SimRequest&, Tick) override {}
+  void ConnectorAdmitted(int i, const ConnectorAdmission& a, Tick now) override;
+  void StepLaunched(int i, const StepPlan& step, Tick start, Tick end) override;
+  void Emitted(int i, LiveRequest& r, Tick seen) override;
+  void StepEnded(int i, Tick start, Tick now, const EngineInstance& inst, int64_t drafts,
+                 int64_t accepted) override;
+  void StepOutputs(int i, const std::vector<SimRequest*>& finished) override;
+  void Dropped(int i, SimRequest* head) override;
+  void RequestEvent(EventKind kind, RequestId id) override;
+  // ExternalClock: the flow network's deliveries.
+  std::optional<Tick> NextCompletion() const override;
+  void AdvanceTo(Tick now) override;
+  void Fire() override;
+
   void OnPrefillDone(InstanceId p, RequestId id);
   void TryReserve(InstanceId d);
   void OnWireStart(RequestId id);
@@ -179,16 +171,12 @@ class ClusterSim {
   void OnKvReady(RequestId id);
   void OnFinished(InstanceId d, RequestId id, int64_t outputs);
   void Reject(RequestId id);
-  // Tells the workload request `id` is over (finished, or rejected with 0 outputs), drops its
-  // spec and queues the follow-up arrivals the workload returns.
-  void EndForWorkload(RequestId id, int64_t output_tokens);
   // records_ is indexed by request id; GrowRecords makes room for `id`.
   PdRecord& record_of(RequestId id) { return records_[static_cast<size_t>(id.value())]; }
   void GrowRecords(RequestId id) {
     const auto i = static_cast<size_t>(id.value());
     if (i >= records_.size()) records_.resize(i + 1);
   }
-  void RequestSchedule(InstanceId inst);
   Instance& instance(InstanceId i) { return *inst_[static_cast<size_t>(i.value())]; }
   // A decode instance's global id from its index in the decode pool, and back.
   InstanceId DecodeInstance(int local) const { return InstanceId{num_prefill_ + local}; }
@@ -196,38 +184,24 @@ class ClusterSim {
   void TraceRequests();
   void TraceNetwork();
   std::vector<InstanceLoad> Loads(bool prefill) const;
-  // The prompt of `spec`, built into prompt_buf_ (valid until the next call): specs keep
-  // recipes, and ids exist only while a router or a KV manager reads them.
-  const std::vector<TokenId>& PromptOf(const RequestSpec& spec);
   std::vector<BlockHash> RouteHashes(const std::vector<TokenId>& prompt) const;
 
   Scenario sc_;
   ClusterSetup setup_;
-  std::unique_ptr<IWorkload> workload_;
   std::string workload_desc_;
-  std::vector<std::unique_ptr<Instance>> inst_;  // prefill instances, then decode instances
+  std::unique_ptr<ServingLoop> loop_;
+  // Beside each of the loop's instances (same index: prefill instances, then decode ones).
+  std::vector<std::unique_ptr<Instance>> inst_;
   int num_prefill_ = 0;
   std::unique_ptr<Router> prefill_router_;
   std::unique_ptr<Router> decode_router_;
   FlowNetwork net_;
-  EventQueue queue_;
-  std::map<RequestId, RequestSpec> specs_;   // live requests' specs (prompts)
   std::map<RequestId, Transfer> transfers_;  // by request id
   std::map<int64_t, RequestId> flow_to_request_;
   std::vector<PdRecord> records_;  // by request id (ids are dense from 0)
   LogHistogram itl_;  // decode emissions, as Metrics::Emission records them
-  bool open_loop_done_ = false;
-  // The open-loop arrival in the queue, if any. Open-loop requests enter one at a time, in
-  // send order: when this one enters, the next is pulled.
-  std::optional<RequestId> open_loop_next_;
-  Tick now_ = 0;
-  Tick stop_at_ = -1;
-  Tick first_arrival_ = -1;  // the earliest send time (spec.arrival) of an arrived request
-  Tick last_finish_ = 0;
   int64_t hash_block_ = 16;
   double flow_cap_ = 0;  // bytes per ns; 0 = none
-  std::vector<TokenId> prompt_buf_;  // PromptOf
-  std::vector<RequestSpec> follow_buf_;
   TraceRecorder* trace_ = nullptr;
 };
 

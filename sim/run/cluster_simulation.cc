@@ -133,8 +133,8 @@ class ClusterSimulation : public Simulation {
   QueueGrowth Growth() const {
     std::vector<std::pair<Tick, Tick>> waits;
     for (const PdRecord& r : sim_->records())
-      if (r.arrived && !r.rejected && r.prefill_start >= 0)
-        waits.emplace_back(r.arrival, r.prefill_start);
+      if (r.arrived && !r.rejected && r.first_scheduled >= 0)
+        waits.emplace_back(r.arrival, r.first_scheduled);
     return MeasureQueueGrowth(std::move(waits));
   }
 

@@ -125,6 +125,7 @@ class EngineSimulation : public Simulation {
   }
   std::string Rejections() const override { return DescribeRejections(*e_); }
   std::string Overload() const override { return DescribeOverload(e_->metrics().records()); }
+  std::string Breakdown() const override { return FormatRanks(summary_); }
   std::string SummaryJson() const override {
     return SummaryToJson(summary_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }

@@ -121,6 +121,7 @@ PointResult RunPoint(int64_t index, const Labels& labels, const ConfigNode& tree
   r.report = sim.Report();
   r.rejections = sim.Rejections();
   r.overload = sim.Overload();
+  r.breakdown = sim.Breakdown();
   r.summary_json = sim.SummaryJson();
   r.reference = sim.CompareWithReference();
   if (options.keep_requests) kept.requests_csv = sim.RequestsCsv();

@@ -48,6 +48,7 @@ struct PointResult {
   std::string report;        // Simulation::Report()
   std::string rejections;    // "" when no request was rejected
   std::string overload;      // "" unless the queue grew through the run
+  std::string breakdown;     // Simulation::Breakdown (per DP rank), "" when none
   std::string summary_json;  // the kind's full summary, JSON text
   std::optional<ReferenceComparison> reference;
   std::vector<KeptOutputs> kept;  // one per seed that ran, in seed order, when asked

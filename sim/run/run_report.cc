@@ -171,6 +171,10 @@ RunReport FormatRun(const std::vector<const PointResult*>& results, const RunRep
     }
     out += "\n" + replicates + Tables(results, o, like);
     for (const PointResult* r : results) {
+      if (!r->status.ok() || r->breakdown.empty()) continue;
+      out += "\n" + (o.many ? "  " + LabelOf(r->labels) + ":\n" : std::string()) + r->breakdown;
+    }
+    for (const PointResult* r : results) {
       if (r->status.ok() && !r->rejections.empty()) {
         out += "  " + (o.many ? LabelOf(r->labels) + ": " : "") + r->rejections + "\n";
       }

@@ -89,6 +89,9 @@ class Simulation {
   virtual std::string Rejections() const = 0;
   // "" unless the queue grew through the run (arrivals beyond what was served), else why.
   virtual std::string Overload() const { return ""; }
+  // What `kvsim run` prints below the table about the point's parts (one line per DP rank);
+  // "" when there is nothing to say.
+  virtual std::string Breakdown() const { return ""; }
   // The full summary (metrics.json's "summary") as JSON text.
   virtual std::string SummaryJson() const = 0;
   // Simulated against measured, when the scenario reproduces a measured run.

@@ -104,15 +104,15 @@ TEST_CASE("cluster: TTFT = queue + prefill + transfer + first decode, in order")
   for (const PdRecord& r : sim->records()) {
     if (!r.arrived) continue;
     REQUIRE(r.finish >= 0);
-    CHECK(r.arrival <= r.prefill_start);
-    CHECK(r.prefill_start < r.prefill_end);
+    CHECK(r.arrival <= r.first_scheduled);
+    CHECK(r.first_scheduled < r.prefill_end);
     CHECK(r.prefill_end <= r.reserved);
     CHECK(r.reserved <= r.wire_start);
     CHECK(r.wire_start <= r.wire_end);
     CHECK(r.wire_end < r.kv_ready);  // path latency > 0
     CHECK(r.kv_ready < r.first_token);
     CHECK(r.first_token <= r.finish);
-    const Tick parts = (r.prefill_start - r.arrival) + (r.prefill_end - r.prefill_start) +
+    const Tick parts = (r.first_scheduled - r.arrival) + (r.prefill_end - r.first_scheduled) +
                        (r.kv_ready - r.prefill_end) + (r.first_token - r.kv_ready);
     CHECK(parts == r.first_token - r.arrival);
   }

@@ -128,6 +128,27 @@ workload:
   }
   CHECK(checked > 0);
   for (const StepRecord& rec : one.records) CHECK(rec.instance.empty());
+
+  // Per-rank statistics: round-robin gives each rank 8 of the 16; each rank's steps are the
+  // step-log records that name it; the ranks' lookups add up to the run's.
+  const RunSummary s = two.engine->Summary();
+  REQUIRE(s.ranks.size() == 2);
+  CHECK(one.engine->Summary().ranks.empty());
+  int64_t lookups = 0, query = 0;
+  for (int r = 0; r < 2; ++r) {
+    const InstanceSummary& rs = s.ranks[static_cast<size_t>(r)];
+    CHECK(rs.name == "dp " + std::to_string(r));
+    CHECK(rs.requests == 8);
+    int64_t steps = 0;
+    for (const StepRecord& rec : two.records) steps += rec.instance == rs.name ? 1 : 0;
+    CHECK(rs.steps == steps);
+    CHECK(rs.kv_usage_max > 0);
+    CHECK(rs.kv_usage_mean <= rs.kv_usage_max);
+    lookups += rs.lookups;
+    query += rs.query_tokens;
+  }
+  CHECK(lookups == s.lookups);
+  CHECK(query == s.lookup_query_tokens);
 }
 
 // Two requests sent together, one with a 512-token prompt and one with 2048: the balancer
