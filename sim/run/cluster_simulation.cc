@@ -44,10 +44,7 @@ class ClusterSimulation : public Simulation {
       : sc_(sc), sim_(std::move(sim)) {}
   const SimulationKind& kind() const override { return ClusterKind(); }
   void SetTrace(TraceRecorder* trace) override { sim_->SetTrace(trace); }
-  bool SetStepLog(const StepRecordSink* sink) override {
-    sim_->SetStepLog(sink);
-    return true;
-  }
+  void SetStepLog(const StepRecordSink* sink) override { sim_->SetStepLog(sink); }
   void Run() override {
     sim_->Run();
     summary_ = sim_->Summary();

@@ -20,10 +20,7 @@ class EngineSimulation : public Simulation {
     return e_->scenario().offload.enabled ? EngineOffloadKind() : EngineKind();
   }
   void SetTrace(TraceRecorder* trace) override { e_->SetTrace(trace); }
-  bool SetStepLog(const StepRecordSink* sink) override {
-    e_->SetStepLog(sink);
-    return true;
-  }
+  void SetStepLog(const StepRecordSink* sink) override { e_->SetStepLog(sink); }
   void Run() override {
     e_->Run();
     summary_ = e_->Summary();

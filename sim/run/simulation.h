@@ -70,9 +70,9 @@ class Simulation {
 
   // Records a Chrome/Perfetto trace while running (not owned; must outlive Run()).
   virtual void SetTrace(TraceRecorder* trace) = 0;
-  // One step-log record per executed step (docs/step-log.md); false when this kind keeps
-  // none (then `sink` is never called). Not owned; must outlive Run().
-  virtual bool SetStepLog(const StepRecordSink* sink) = 0;
+  // One step-log record per executed step of every instance (docs/step-log.md). Not owned;
+  // must outlive Run().
+  virtual void SetStepLog(const StepRecordSink* sink) = 0;
   virtual void Run() = 0;
   // Simulated time so far (progress lines read it while Run() calls the step log).
   virtual Tick now() const = 0;

@@ -13,6 +13,7 @@
 #include "sim/engine.h"
 #include "sim/scenario/scenario_loader.h"
 #include "tests/sim/cluster_test_workload.h"
+#include "tests/sim/load_scenario.h"
 
 namespace kvsim {
 namespace {
@@ -48,13 +49,7 @@ cluster:
 }
 
 Scenario Load(const std::string& text, const std::vector<std::string>& sets = {}) {
-  auto tree = ParseYaml(text, "pd_drift.yaml");
-  REQUIRE(tree.ok());
-  for (const auto& s : sets) REQUIRE(ApplyOverride(tree.value(), s).ok());
-  auto sc = ParseScenario(tree.value(), "pd_drift.yaml");
-  INFO(sc.status().ToString());
-  REQUIRE(sc.ok());
-  return sc.value();
+  return LoadScenarioText(text, "pd_drift.yaml", sets);
 }
 
 std::unique_ptr<ClusterSim> RunCluster(const Scenario& sc, ScriptedWorkload** workload,

@@ -8,6 +8,7 @@
 #include "sim/cluster/cluster_sim.h"
 #include "sim/config/config_tree.h"
 #include "sim/scenario/scenario_loader.h"
+#include "tests/sim/load_scenario.h"
 
 namespace kvsim {
 namespace {
@@ -50,14 +51,7 @@ cluster:
 )" + extra;
 }
 
-Scenario Load(const std::string& text) {
-  auto tree = ParseYaml(text, "pd_test.yaml");
-  REQUIRE(tree.ok());
-  auto sc = ParseScenario(tree.value(), "pd_test.yaml");
-  INFO(sc.status().ToString());
-  REQUIRE(sc.ok());
-  return sc.value();
-}
+Scenario Load(const std::string& text) { return LoadScenarioText(text, "pd_test.yaml"); }
 
 std::unique_ptr<ClusterSim> RunOf(const Scenario& sc) {
   auto sim = ClusterSim::Create(sc);

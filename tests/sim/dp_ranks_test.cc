@@ -16,6 +16,7 @@
 #include "sim/engine.h"
 #include "sim/instance/dp_balancer.h"
 #include "sim/scenario/scenario_loader.h"
+#include "tests/sim/load_scenario.h"
 
 namespace kvsim {
 namespace {
@@ -58,13 +59,7 @@ TEST_CASE("DP balancer: an MoE model's counts are published every 100 ms, plus o
 }
 
 Scenario Load(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  auto tree = ParseYaml(yaml, "dp.yaml");
-  REQUIRE(tree.ok());
-  for (const auto& s : sets) REQUIRE(ApplyOverride(tree.value(), s).ok());
-  auto sc = ParseScenario(tree.value(), "dp.yaml");
-  INFO(sc.status().message());
-  REQUIRE(sc.ok());
-  return sc.value();
+  return LoadScenarioText(yaml, "dp.yaml", sets);
 }
 
 struct Ran {

@@ -10,18 +10,13 @@
 
 #include "sim/metrics_output.h"
 #include "sim/scenario/scenario_loader.h"
+#include "tests/sim/load_scenario.h"
 
 namespace kvsim {
 namespace {
 
 Scenario Load(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  auto tree = ParseYaml(yaml, "test.yaml");
-  REQUIRE(tree.ok());
-  for (const auto& s : sets) REQUIRE(ApplyOverride(tree.value(), s).ok());
-  auto sc = ParseScenario(tree.value(), "test.yaml");
-  INFO(sc.status().message());
-  REQUIRE(sc.ok());
-  return sc.value();
+  return LoadScenarioText(yaml, "test.yaml", sets);
 }
 
 std::unique_ptr<Engine> RunScenario(const Scenario& sc) {

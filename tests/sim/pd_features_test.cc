@@ -13,6 +13,7 @@
 #include "sim/config/config_tree.h"
 #include "sim/scenario/scenario_loader.h"
 #include "tests/sim/cluster_test_workload.h"
+#include "tests/sim/load_scenario.h"
 
 namespace kvsim {
 namespace {
@@ -48,14 +49,7 @@ cluster:
 )";
 }
 
-Scenario Load(const std::string& text) {
-  auto tree = ParseYaml(text, "pd_features.yaml");
-  REQUIRE(tree.ok());
-  auto sc = ParseScenario(tree.value(), "pd_features.yaml");
-  INFO(sc.status().ToString());
-  REQUIRE(sc.ok());
-  return sc.value();
-}
+Scenario Load(const std::string& text) { return LoadScenarioText(text, "pd_features.yaml"); }
 
 struct Ran {
   std::unique_ptr<ClusterSim> sim;
