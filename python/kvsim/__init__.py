@@ -100,6 +100,13 @@ def _progress(enabled, unit):
     return update, close
 
 
+# The columns of Result.steps without a CPU tier (an empty table still has them).
+_STEP_COLUMNS = ["point", "seed", "instance", "step", "t_start_ns", "t_end_ns", "t_start_ms",
+                 "t_end_ms", "scheduled", "preempted", "finished", "num_free_blocks", "new",
+                 "resumed", "running", "waiting", "num_scheduled_tokens", "num_scheduled",
+                 "num_preempted", "num_finished", "num_admitted", "num_resumed"]
+
+
 def _read_csv(text):
     return pd.read_csv(io.StringIO(text)) if text else pd.DataFrame()
 
@@ -111,14 +118,23 @@ class Result:
                 CSV (the rows of ``kvsim run -o DIR``'s summary.csv and ``kvsim sweep``'s)
     requests    DataFrame, one row per request of every point and seed: ``point``, ``seed``
                 and requests.csv's columns (None with requests=False)
-    steps       DataFrame of step records (run(steps=True) only; docs/step-log.md)
+    steps       DataFrame, one row per step of every point and seed (run(steps=True) only,
+                else None): ``point``, ``seed``, then the fields of ``kvsim run --step-log``'s
+                records (docs/step-log.md) by name — ``instance`` ("" for a single engine;
+                "prefill 0", "decode 1" in P/D), ``step``, ``t_start_ns``/``t_end_ns`` (and
+                ``_ms``), ``scheduled`` (tuples (id, n, before, hit)), ``preempted``,
+                ``finished``, ``new``, ``resumed`` (lists of request ids, requests.csv's
+                ``id``), ``num_free_blocks``, ``running``, ``waiting``,
+                ``num_scheduled_tokens``, the CPU tier's fields where a point has one — and
+                the lists' sizes (``num_scheduled``, ``num_preempted``, ``num_finished``,
+                ``num_admitted``, ``num_resumed``)
     provenance  dict: provenance.json's fields
     report      the table ``kvsim run`` prints; warnings and notes its stderr lines
     exit_code   what ``kvsim run`` would exit with (1: some points failed or measured nothing)
     csv         the points as CSV text, byte-identical to the CLI's
     """
 
-    def __init__(self, raw):
+    def __init__(self, raw, steps=False):
         self.csv = raw["csv"]
         self.points = _read_csv(self.csv)
         self.provenance = json.loads(raw["provenance"])
@@ -135,7 +151,13 @@ class Result:
                 df.insert(0, "point", point)
                 frames.append(df)
             self.requests = pd.concat(frames, ignore_index=True)
-        self.steps = pd.DataFrame(dict(raw["steps"])) if raw["steps"] else None
+        self.steps = None
+        if steps:
+            # One table per run; a sweep that turns the CPU tier on at some points only gives
+            # those rows the tier's columns (NaN elsewhere).
+            frames = [pd.DataFrame(dict(columns)) for columns in raw["steps"]]
+            self.steps = (pd.concat(frames, ignore_index=True) if frames
+                          else pd.DataFrame(columns=_STEP_COLUMNS))
 
     def __repr__(self):
         return self.report
@@ -155,7 +177,7 @@ def run(scenario=None, set=None, seeds=None, jobs=1, out=None, force=False, requ
         close()
     for note in raw["notes"]:
         print(f"kvsim: note: {note}", file=sys.stderr)
-    return Result(raw)
+    return Result(raw, steps=steps)
 
 
 class SweepResult:
@@ -218,7 +240,8 @@ def schedule(requests, step_log=None, **options):
     REQUESTS.jsonl path or a list of dicts (id, tokens, max_tokens, arrival_step, priority);
     ``options`` are the command's flags with underscores (num_gpu_blocks=64, block_size=16,
     policy="fcfs", semantics="latest", ...). Returns the step records as a DataFrame with
-    the summary line (a dict) in ``.attrs["summary"]``; ``step_log=PATH`` also writes the
+    the summary line (a dict) in ``.attrs["summary"]`` (the columns of ``Result.steps``
+    without point, seed and times; request ids as given); ``step_log=PATH`` also writes the
     file ``--step-log PATH`` writes."""
     o = _kvsim.ScheduleOptions()
     for key, value in options.items():

@@ -69,7 +69,7 @@ pyb::tuple Schedule(const ScheduleOptions& o, const std::string& requests_text,
       Raise(Status::Error("write_failed", "schedule: writing " + step_log + " failed"));
     }
   }
-  pyb::dict cols = StepColumns(records, pyb::dict());
+  pyb::dict cols = StepColumns(records, pyb::dict(), false, &requests);
   return pyb::make_tuple(cols, summary_json);
 }
 
