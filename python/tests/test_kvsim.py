@@ -239,14 +239,126 @@ def test_schedule_hand_worked_and_identical_to_the_cli(cli, tmp_path):
     assert (tmp_path / "py.jsonl").read_bytes() == (tmp_path / "cli.jsonl").read_bytes()
 
 
-def test_replay_matches_the_cli(cli):
-    trace = SOURCE_DIR / "scenarios" / "traces" / "sample_tokens.jsonl"
-    p = cli("replay", trace, "--num-blocks", "64", "--block-size", "16", "--json")
-    want = json.loads(p.stdout)
-    got = kvsim.replay(trace, num_blocks=64, block_size=16, per_request=True)
-    assert got["hit_tokens"] == want["hit_tokens"]
-    assert got["prompt_tokens"] == want["prompt_tokens"]
-    assert got["requests"]["hit_tokens"].sum() == want["hit_tokens"]
+TRACES = SOURCE_DIR / "scenarios" / "traces"
+# kvsim.replay's options and the `kvsim replay` flags that say the same, one per form the
+# command takes: capacities in blocks or tokens, Mooncake traces, hybrid groups, retention,
+# semantics, concurrency, a model's or a scenario's plan (with the note that it replaces the
+# block), a CPU tier from flags or from the scenario, the curve (one pass, and sampled for a
+# hybrid layout), bad lines skipped, and no request served (exit 1).
+REPLAY_FORMS = [
+    ("sample_tokens.jsonl", dict(num_blocks=200), []),
+    ("mooncake_conversation_head60.jsonl", dict(block_size=512, cache_tokens=200000), []),
+    ("sample_tokens.jsonl", dict(num_blocks=300, hybrid="swa:128",
+                                 prefix_cache_retention_interval="null"), []),
+    ("sample_tokens.jsonl", dict(num_blocks=300, hybrid="mamba-all",
+                                 prefix_cache_retention_interval=64), []),
+    ("sample_tokens.jsonl", dict(num_blocks=300, hybrid="mamba-align",
+                                 vllm_semantics="classic"), []),
+    ("sample_tokens.jsonl", dict(num_blocks=150, concurrency=4), []),
+    ("sample_tokens.jsonl", dict(num_blocks=3000, model="qwen3.5-35b-a3b"), []),
+    ("sample_tokens.jsonl", dict(num_blocks=200, scenario=SOURCE_DIR / "scenarios" /
+                                 "default.yaml"), []),
+    ("sample_tokens.jsonl", dict(num_blocks=200, scenario=SOURCE_DIR / "scenarios" /
+                                 "offload_block_size.yaml"), []),
+    ("sample_tokens.jsonl", dict(num_blocks=200, num_cpu_blocks=500, offload_block_size=64,
+                                 eviction_policy="arc", store_threshold=2), []),
+    ("sample_tokens.jsonl", dict(curve=True), []),
+    ("sample_tokens.jsonl", dict(curve=True, hybrid="swa:128", num_blocks=400), []),
+    ("bad.jsonl", dict(num_blocks=10, skip_bad_lines=True), []),
+    ("mooncake_conversation_head60.jsonl", dict(num_blocks=1), []),
+]
+
+
+def _replay_flags(options):
+    args = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+@pytest.mark.parametrize("trace,options,_", REPLAY_FORMS,
+                         ids=[" ".join(_replay_flags(o)) for _, o, _ in REPLAY_FORMS])
+def test_replay_is_the_cli_in_every_form(cli, tmp_path, trace, options, _):
+    if trace == "bad.jsonl":
+        path = tmp_path / trace
+        path.write_text('{"tokens":[1,2,3]}\n{"tokens":[1,\n{"tokens":[4]}\n')
+    else:
+        path = TRACES / trace
+    options = {"block_size": 16, **options}
+    flags = _replay_flags(options)
+    curve = options.get("curve", False)
+    text = cli("replay", path, *flags, check=False)
+    js = cli("replay", path, *flags, "--json",
+             *([] if curve else ["--per-request", tmp_path / "cli.jsonl"]), check=False)
+    r = kvsim.replay(path, per_request=False if curve else tmp_path / "py.jsonl", **options)
+    # What the command prints, byte for byte (the curve's CSV too), its exit code and notes.
+    assert r.text == text.stdout
+    assert r.exit_code == text.returncode == js.returncode
+    assert "".join(f"kvsim: note: {n}\n" for n in r.notes) + (
+        f"kvsim: error: {r.warnings}\n" if r.warnings else "") == text.stderr
+    want = json.loads(js.stdout)
+    for speed in ("blocks_per_s", "blocks_per_cpu_s"):  # wall-clock figures
+        assert (speed in r.summary) == (speed in want)
+        r.summary.pop(speed, None), want.pop(speed, None)
+    if curve:
+        assert r.csv == text.stdout and r.requests is None
+        assert r.curve.to_dict("records") == want.pop("curve")
+        assert r.summary == want
+        return
+    assert r.summary == want
+    assert (tmp_path / "py.jsonl").read_bytes() == (tmp_path / "cli.jsonl").read_bytes()
+    # The per-request table adds up to the totals (served requests only).
+    served = r.requests[r.requests["served"]]
+    assert len(r.requests) == want["requests"] and len(served) == want["served"]
+    assert served["prompt_tokens"].sum() == want["prompt_tokens"]
+    assert served["hit_tokens"].sum() == want["hit_tokens"]
+    if "cpu_hit_tokens" in want:
+        assert served["cpu_hit_tokens"].sum() == want["cpu_hit_tokens"]
+
+
+def test_replay_hand_worked(tmp_path):
+    # Two 40-token prompts that share all their tokens, blocks of 16: the second hits the two
+    # full blocks (32 tokens; the third block is partial and never cached).
+    t = tmp_path / "two.jsonl"
+    t.write_text("".join(json.dumps({"id": i, "tokens": list(range(40))}) + "\n" for i in "ab"))
+    r = kvsim.replay(t, num_blocks=10, per_request=True)
+    assert list(r.requests["hit_tokens"]) == [0, 32]
+    assert r.summary["prompt_tokens"] == 80 and r.summary["hit_rate"] == pytest.approx(32 / 80)
+    # A three-block cache (4 blocks, the null block one of them) holds one prompt: r1 evicts
+    # r0, and r0 again hits nothing on the GPU but its two full blocks (32 tokens) in a CPU tier
+    # of 8 blocks, where its prefill stored them.
+    tiny = tmp_path / "tiny.jsonl"
+    tiny.write_text("".join(json.dumps({"tokens": list(range(f, f + 40))}) + "\n"
+                            for f in (0, 1000, 0)))
+    r = kvsim.replay(tiny, num_blocks=4, num_cpu_blocks=8, per_request=True)
+    assert list(r.requests["hit_tokens"]) == [0, 0, 0]
+    assert list(r.requests["cpu_hit_tokens"]) == [0, 0, 32]
+    assert r.summary["cpu_blocks_stored"] == 4  # r0's two full blocks, then r1's
+
+
+def test_replay_errors_carry_the_cli_text(cli):
+    trace = TRACES / "sample_tokens.jsonl"
+    for options in (dict(),                                       # no capacity
+                    dict(num_blocks=10, hybrid="swa:x"),
+                    dict(num_blocks=10, cache_tokens=100),
+                    dict(curve=True, num_cpu_blocks=8),
+                    dict(num_blocks=200, store_threshold=2),
+                    dict(num_blocks=300, hybrid="mamba-all", prefix_cache_retention_interval=-3)):
+        options = {"block_size": 16, **options}
+        p = cli("replay", trace, *_replay_flags(options), check=False)
+        with pytest.raises(kvsim.Error) as e:
+            kvsim.replay(trace, **options)
+        assert p.returncode == 2
+        assert p.stderr == f"kvsim: error: {e.value}\n", options
+    with pytest.raises(kvsim.Error) as e:
+        kvsim.replay(TRACES / "nonexistent.jsonl", num_blocks=10)
+    assert "nonexistent.jsonl" in str(e.value)
+    with pytest.raises(kvsim.Error, match="unknown option 'num_block'"):
+        kvsim.replay(trace, num_block=10)
 
 
 def test_run_releases_the_gil():
