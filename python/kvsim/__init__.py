@@ -8,6 +8,7 @@
     kvsim.sweep("s.yaml", jobs=2, out="sweep_out").points
     kvsim.layout()["groups"]              # the KV cache plan, tables as DataFrames
     kvsim.schedule("requests.jsonl", num_gpu_blocks=64)   # the step log as a DataFrame
+    kvsim.replay("trace.jsonl", num_blocks=200, curve=True).curve   # `kvsim replay` forms
 
 Every function takes a scenario as a path, a ``Scenario`` or None (the built-in default),
 and ``set={"key.path": value}`` as the CLI's ``--set``. Bad input raises ``kvsim.Error``
