@@ -17,6 +17,8 @@ packages=(
   # The Python module (python/) and its tests and notebook (ctest: py_tests, notebook_*).
   pybind11-dev python3-pybind11 python3-dev python3-pandas python3-pytest
   python3-nbclient python3-nbconvert python3-nbformat python3-ipykernel
+  # `pip install .` offline (pyproject.toml, setup.py; ctest: py_pip_install).
+  python3-pip python3-setuptools python3-wheel python3-venv
 )
 # --slurm: also a one-node Slurm (munge, slurmctld, slurmd), for the `slurm` test label
 # (tests/cli/slurm_test.sh starts and stops its own daemons; nothing is enabled as a service).

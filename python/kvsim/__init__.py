@@ -8,6 +8,7 @@
     kvsim.sweep("s.yaml", jobs=2, out="sweep_out").points
     kvsim.layout()["groups"]              # the KV cache plan, tables as DataFrames
     kvsim.schedule("requests.jsonl", num_gpu_blocks=64)   # the step log as a DataFrame
+    kvsim.replay("trace.jsonl", num_blocks=200, curve=True).curve   # `kvsim replay` forms
 
 Every function takes a scenario as a path, a ``Scenario`` or None (the built-in default),
 and ``set={"key.path": value}`` as the CLI's ``--set``. Bad input raises ``kvsim.Error``
@@ -26,8 +27,8 @@ from ._errors import Error
 from . import _kvsim
 
 __version__ = _kvsim.__version__
-__all__ = ["Error", "Result", "Scenario", "SweepResult", "layout", "replay", "run",
-           "schedule", "sweep"]
+__all__ = ["Error", "ReplayResult", "Result", "Scenario", "SweepResult", "layout", "replay",
+           "run", "schedule", "sweep"]
 
 
 def _value_text(value):
@@ -100,6 +101,13 @@ def _progress(enabled, unit):
     return update, close
 
 
+# The columns of Result.steps without a CPU tier (an empty table still has them).
+_STEP_COLUMNS = ["point", "seed", "instance", "step", "t_start_ns", "t_end_ns", "t_start_ms",
+                 "t_end_ms", "scheduled", "preempted", "finished", "num_free_blocks", "new",
+                 "resumed", "running", "waiting", "num_scheduled_tokens", "num_scheduled",
+                 "num_preempted", "num_finished", "num_admitted", "num_resumed"]
+
+
 def _read_csv(text):
     return pd.read_csv(io.StringIO(text)) if text else pd.DataFrame()
 
@@ -111,14 +119,23 @@ class Result:
                 CSV (the rows of ``kvsim run -o DIR``'s summary.csv and ``kvsim sweep``'s)
     requests    DataFrame, one row per request of every point and seed: ``point``, ``seed``
                 and requests.csv's columns (None with requests=False)
-    steps       DataFrame of step records (run(steps=True) only; docs/step-log.md)
+    steps       DataFrame, one row per step of every point and seed (run(steps=True) only,
+                else None): ``point``, ``seed``, then the fields of ``kvsim run --step-log``'s
+                records (docs/step-log.md) by name — ``instance`` ("" for a single engine;
+                "prefill 0", "decode 1" in P/D), ``step``, ``t_start_ns``/``t_end_ns`` (and
+                ``_ms``), ``scheduled`` (tuples (id, n, before, hit)), ``preempted``,
+                ``finished``, ``new``, ``resumed`` (lists of request ids, requests.csv's
+                ``id``), ``num_free_blocks``, ``running``, ``waiting``,
+                ``num_scheduled_tokens``, the CPU tier's fields where a point has one — and
+                the lists' sizes (``num_scheduled``, ``num_preempted``, ``num_finished``,
+                ``num_admitted``, ``num_resumed``)
     provenance  dict: provenance.json's fields
     report      the table ``kvsim run`` prints; warnings and notes its stderr lines
     exit_code   what ``kvsim run`` would exit with (1: some points failed or measured nothing)
     csv         the points as CSV text, byte-identical to the CLI's
     """
 
-    def __init__(self, raw):
+    def __init__(self, raw, steps=False):
         self.csv = raw["csv"]
         self.points = _read_csv(self.csv)
         self.provenance = json.loads(raw["provenance"])
@@ -135,7 +152,13 @@ class Result:
                 df.insert(0, "point", point)
                 frames.append(df)
             self.requests = pd.concat(frames, ignore_index=True)
-        self.steps = pd.DataFrame(dict(raw["steps"])) if raw["steps"] else None
+        self.steps = None
+        if steps:
+            # One table per run; a sweep that turns the CPU tier on at some points only gives
+            # those rows the tier's columns (NaN elsewhere).
+            frames = [pd.DataFrame(dict(columns)) for columns in raw["steps"]]
+            self.steps = (pd.concat(frames, ignore_index=True) if frames
+                          else pd.DataFrame(columns=_STEP_COLUMNS))
 
     def __repr__(self):
         return self.report
@@ -155,7 +178,7 @@ def run(scenario=None, set=None, seeds=None, jobs=1, out=None, force=False, requ
         close()
     for note in raw["notes"]:
         print(f"kvsim: note: {note}", file=sys.stderr)
-    return Result(raw)
+    return Result(raw, steps=steps)
 
 
 class SweepResult:
@@ -218,7 +241,8 @@ def schedule(requests, step_log=None, **options):
     REQUESTS.jsonl path or a list of dicts (id, tokens, max_tokens, arrival_step, priority);
     ``options`` are the command's flags with underscores (num_gpu_blocks=64, block_size=16,
     policy="fcfs", semantics="latest", ...). Returns the step records as a DataFrame with
-    the summary line (a dict) in ``.attrs["summary"]``; ``step_log=PATH`` also writes the
+    the summary line (a dict) in ``.attrs["summary"]`` (the columns of ``Result.steps``
+    without point, seed and times; request ids as given); ``step_log=PATH`` also writes the
     file ``--step-log PATH`` writes."""
     o = _kvsim.ScheduleOptions()
     for key, value in options.items():
@@ -237,14 +261,82 @@ def schedule(requests, step_log=None, **options):
     return df
 
 
-def replay(trace, num_blocks, block_size=16, hybrid="", semantics="latest", concurrency=0,
-           per_request=False):
-    """Cache-only replay of a request trace (``kvsim replay TRACE --num-blocks N`` with
-    ``--hybrid``): the hit rate with no timing. Returns a dict of totals; with per_request,
-    ``requests`` is a DataFrame of each request's prompt and hit tokens."""
-    r = _kvsim.replay(os.fspath(trace), int(block_size), int(num_blocks), hybrid, semantics,
-                      int(concurrency), bool(per_request))
-    outcomes = r.pop("outcomes")
-    if per_request:
-        r["requests"] = pd.DataFrame(dict(outcomes))
-    return r
+class ReplayResult:
+    """What ``kvsim.replay`` returns.
+
+    summary     dict: ``kvsim replay --json``'s object (with ``curve=True`` less its
+                ``curve`` list, which is ``.curve``)
+    requests    DataFrame, one row per request of the trace (``per_request`` only, else
+                None): ``id``, ``prompt_tokens``, ``hit_tokens``, ``cpu_hit_tokens`` (with a
+                CPU tier), ``served``
+    curve       DataFrame (``curve=True`` only, else None): ``capacity_blocks``,
+                ``hit_tokens``, ``hit_rate`` at each capacity where the hit changes
+    text        what ``kvsim replay`` prints without --json (with ``curve=True`` the CSV)
+    csv         ``curve=True``: the curve as the CSV ``kvsim replay --curve`` prints, byte
+                for byte (else None)
+    notes       the CLI's ``kvsim: note:`` lines (a model's plan replaced the block size)
+    exit_code   what ``kvsim replay`` exits with: 1 when no request could be served (then
+                ``warnings`` is the CLI's error line and ``summary["hit_rate"]`` None)
+    """
+
+    def __init__(self, raw, curve):
+        self.summary = json.loads(raw["json"])
+        self.text = raw["text"]
+        self.notes = [raw["note"]] if raw["note"] else []
+        self.warnings = raw["none_served"]
+        self.exit_code = 1 if raw["none_served"] else 0
+        self.curve = None
+        self.csv = None
+        if curve:
+            self.curve = pd.DataFrame(self.summary.pop("curve"),
+                                      columns=["capacity_blocks", "hit_tokens", "hit_rate"])
+            self.csv = self.text
+        outcomes = dict(raw["outcomes"])
+        self.requests = pd.DataFrame(outcomes) if outcomes else None
+
+    def __repr__(self):
+        return self.text
+
+
+def replay(trace, num_blocks=None, block_size=16, per_request=False, curve=False,
+           **options):
+    """``kvsim replay TRACE``: the vLLM prefix-cache hit rate of a request trace, with no
+    timing (token JSONL or Mooncake JSONL). Every flag of the command is an option, named
+    without its dashes and with underscores: ``num_blocks`` or ``cache_tokens`` (the
+    capacity), ``block_size``, ``concurrency``, ``hybrid`` ("mamba-align", "mamba-all",
+    "swa:W"), ``model`` (a preset) or ``scenario`` (a path: the cache of its plan, and its
+    ``cache.offload``), ``vllm_semantics``, ``prefix_cache_retention_interval`` (an int or
+    "null"), ``skip_bad_lines``, and the CPU tier's ``num_cpu_blocks``,
+    ``offload_block_size``, ``eviction_policy``, ``store_threshold``. ``curve=True`` gives
+    the hit rate at every capacity (``.curve``); ``per_request=True`` each request's hit
+    (``.requests``), and ``per_request=PATH`` also writes the file ``--per-request PATH``
+    writes. Returns a ``ReplayResult``; bad flags or input raise ``kvsim.Error`` with the
+    CLI's message. The replay runs without the GIL."""
+    f = _kvsim.ReplayFlags()
+    f.trace = os.fspath(trace)
+    f.block_size = int(block_size)
+    if num_blocks is not None:
+        f.num_blocks = int(num_blocks)
+    f.curve = bool(curve)
+    per_request_path = None
+    if isinstance(per_request, (str, os.PathLike)):
+        per_request_path = os.fspath(per_request)
+        per_request = True
+    f.per_request = bool(per_request)
+    if "semantics" in options:  # the name kvsim.schedule uses
+        options["vllm_semantics"] = options.pop("semantics")
+    for key, value in options.items():
+        if key in ("trace", "per_request", "curve") or not hasattr(f, key):
+            raise Error(f"replay: unknown option '{key}'", "bad_flags")
+        if value is None:
+            continue
+        if isinstance(getattr(f, key), str):  # a path, a name, or the retention's int
+            value = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+        setattr(f, key, value)
+    raw = _kvsim.replay(f)
+    for note in [raw["note"]] if raw["note"] else []:
+        print(f"kvsim: note: {note}", file=sys.stderr)
+    if per_request_path is not None and not curve:
+        with open(per_request_path, "w", encoding="utf-8", newline="") as out:
+            out.write(raw["per_request"])
+    return ReplayResult(raw, curve)

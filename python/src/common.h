@@ -24,13 +24,18 @@ T Unwrap(Result<T> r) {
   return std::move(r.value());
 }
 
-// The records' scalar fields and the sizes of their lists, one list per column (docs/
-// step-log.md names): step, t_start_ms, t_end_ms (None when not timed), num_scheduled_tokens,
-// num_scheduled, num_preempted, num_finished, num_admitted, num_resumed, num_free_blocks,
-// running, waiting, and, from `labels`, constant columns prepended (point, seed).
-pyb::dict StepColumns(const std::vector<StepRecord>& records, const pyb::dict& constants);
-// Appends `more`'s columns to `into`'s (same keys), for several runs in one table.
-void ExtendColumns(pyb::dict& into, const pyb::dict& more);
+// The records as columns, one list per column, named as docs/step-log.md names the fields:
+// instance ("" for a single engine), step, with `timed` t_start_ns / t_end_ns (and the same
+// in ms; None where a record was not timed), scheduled (tuples (id, n, before, hit)),
+// preempted, finished, num_free_blocks, new, resumed (lists of ids), running, waiting,
+// num_scheduled_tokens; the sizes of the lists (num_scheduled, num_preempted, num_finished,
+// num_admitted, num_resumed); and, when any record has a CPU tier, kv_admitted (tuples (id,
+// gpu_hit, cpu_hit)), loading, cpu_loads / cpu_stores (tuples (id, [block indexes])),
+// cpu_evicted (tuples (id, block index)), cpu_blocks_used, cpu_blocks_ready. Requests are named
+// by their id in `requests`, or (null) by their number, as the simulator numbers them.
+// `constants` become constant columns in front (point, seed).
+pyb::dict StepColumns(const std::vector<StepRecord>& records, const pyb::dict& constants,
+                      bool timed, const std::vector<StepRequest>* requests);
 
 void BindRun(pyb::module_& m);       // run, sweep, load_tree (run_bindings.cc)
 void BindSchedule(pyb::module_& m);  // layout, schedule, replay (plan_bindings.cc)

@@ -1,6 +1,6 @@
 // layout, schedule and replay: `kvsim layout` (apps/kvsim/cmd_layout.cc), `kvsim schedule`
-// (cmd_schedule.cc) and the cache-only form of `kvsim replay` (cmd_replay.cc) over the same
-// library functions. The plan and the summaries come back as JSON text (the CLI's --json), the
+// (cmd_schedule.cc) and `kvsim replay` (cmd_replay.cc, every form) over the same library
+// functions. The plan and the summaries come back as JSON text (the CLI's --json), the
 // step records as columns.
 #include <pybind11/stl.h>
 
@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "python/src/common.h"
-#include "sim/replay/replay.h"
 #include "sim/report/plan_report.h"
+#include "sim/run/replay_command.h"
 #include "sim/run/scenario_checks.h"
 #include "sim/instance/schedule_options.h"
 #include "sim/scenario/scenario_loader.h"
@@ -69,55 +69,40 @@ pyb::tuple Schedule(const ScheduleOptions& o, const std::string& requests_text,
       Raise(Status::Error("write_failed", "schedule: writing " + step_log + " failed"));
     }
   }
-  pyb::dict cols = StepColumns(records, pyb::dict());
+  pyb::dict cols = StepColumns(records, pyb::dict(), false, &requests);
   return pyb::make_tuple(cols, summary_json);
 }
 
-// The cache-only replay: the trace through one full-attention group (plus `hybrid`'s, as
-// --hybrid) of `num_blocks` blocks of `block_size` tokens. Returns the totals as a dict and,
-// with per_request, the outcomes as columns.
-pyb::dict ReplayTrace(const std::string& trace_path, int64_t block_size, int64_t num_blocks,
-                      const std::string& hybrid, const std::string& semantics,
-                      int64_t concurrency, bool per_request) {
-  auto bad = [](const std::string& msg) { Raise(Status::Error("bad_flags", "replay: " + msg)); };
-  if (block_size <= 0) bad("--block-size must be a positive integer");
-  if (num_blocks < 2) bad("give the cache capacity: --num-blocks N (N >= 2)");
-  if (concurrency < 0) bad("--concurrency must be positive");
-  KvCacheManagerConfig cfg = Unwrap(KvCacheManagerConfigFromHybrid(hybrid, block_size, 2));
-  if (semantics == "classic") cfg.semantics = VllmSemantics::kClassic;
-  cfg.num_blocks = num_blocks;
-  if (Status s = cfg.Validate(); !s.ok()) Raise(s);
-  const RequestTrace trace = Unwrap(RequestTrace::ReadFile(trace_path));
-  if (trace.size() == 0) Raise(Status::Error("bad_trace", trace_path + ": no requests in the trace"));
-  ReplayOptions opts;
-  opts.concurrency = concurrency;
-  opts.per_request = per_request;
-  ReplayResult r;
+// As `kvsim replay` with these flags (sim/run/replay_command.h: every form the CLI takes).
+// Returns what the CLI prints (the --json object and the text), the --per-request file's text
+// and, with per_request, each request's outcome as columns; the replay runs without the GIL.
+pyb::dict ReplayTrace(const ReplayFlags& flags) {
+  std::optional<Result<ReplayRun>> ran;
   {
     pyb::gil_scoped_release release;
-    r = Replay(trace, cfg, opts);
+    ran = RunReplayCommand(flags);
   }
+  const ReplayRun run = Unwrap(std::move(*ran));
   pyb::dict d;
-  d["requests"] = r.requests;
-  d["served"] = r.served;
-  d["not_served"] = r.not_served;
-  d["prompt_tokens"] = r.prompt_tokens;
-  d["hit_tokens"] = r.hit_tokens;
-  d["hit_rate"] = r.hit_rate();
-  d["block_size"] = cfg.scheduler_block_size();
-  d["num_blocks"] = cfg.num_blocks;
+  d["json"] = ReplayJson(run);
+  d["text"] = ReplayText(flags, run);
+  d["note"] = run.note;
+  d["none_served"] = ReplayNoneServedMessage(run);
+  d["per_request"] = flags.per_request && !run.curve ? ReplayPerRequestJsonl(run) : "";
   pyb::dict outcomes;
-  if (per_request) {
-    pyb::list id, prompt, hit, served;
-    for (const RequestOutcome& o : r.outcomes) {
-      id.append(trace[o.index].id);
+  if (flags.per_request && !run.curve) {
+    pyb::list id, prompt, hit, cpu_hit, served;
+    for (const RequestOutcome& o : run.result.outcomes) {
+      id.append(run.trace[o.index].id);
       prompt.append(o.prompt_tokens);
       hit.append(o.hit_tokens);
+      cpu_hit.append(o.cpu_hit_tokens);
       served.append(o.served);
     }
     outcomes["id"] = id;
     outcomes["prompt_tokens"] = prompt;
     outcomes["hit_tokens"] = hit;
+    if (run.offload) outcomes["cpu_hit_tokens"] = cpu_hit;
     outcomes["served"] = served;
   }
   d["outcomes"] = outcomes;
@@ -153,8 +138,26 @@ void BindSchedule(pyb::module_& m) {
       .def_readwrite("xfer_timing", &ScheduleOptions::xfer_timing)
       .def("command_line", &ScheduleOptions::CommandLine);
   m.def("schedule", &Schedule, arg("options"), arg("requests_text"), arg("step_log"));
-  m.def("replay", &ReplayTrace, arg("trace"), arg("block_size"), arg("num_blocks"),
-        arg("hybrid"), arg("semantics"), arg("concurrency"), arg("per_request"));
+  pyb::class_<ReplayFlags>(m, "ReplayFlags")
+      .def(pyb::init<>())
+      .def_readwrite("trace", &ReplayFlags::trace)
+      .def_readwrite("block_size", &ReplayFlags::block_size)
+      .def_readwrite("num_blocks", &ReplayFlags::num_blocks)
+      .def_readwrite("cache_tokens", &ReplayFlags::cache_tokens)
+      .def_readwrite("concurrency", &ReplayFlags::concurrency)
+      .def_readwrite("hybrid", &ReplayFlags::hybrid)
+      .def_readwrite("model", &ReplayFlags::model)
+      .def_readwrite("scenario", &ReplayFlags::scenario)
+      .def_readwrite("vllm_semantics", &ReplayFlags::semantics)
+      .def_readwrite("prefix_cache_retention_interval", &ReplayFlags::retention)
+      .def_readwrite("per_request", &ReplayFlags::per_request)
+      .def_readwrite("curve", &ReplayFlags::curve)
+      .def_readwrite("skip_bad_lines", &ReplayFlags::skip_bad_lines)
+      .def_readwrite("num_cpu_blocks", &ReplayFlags::num_cpu_blocks)
+      .def_readwrite("offload_block_size", &ReplayFlags::offload_block_size)
+      .def_readwrite("eviction_policy", &ReplayFlags::eviction_policy)
+      .def_readwrite("store_threshold", &ReplayFlags::store_threshold);
+  m.def("replay", &ReplayTrace, arg("flags"));
 }
 
 }  // namespace kvsim::py

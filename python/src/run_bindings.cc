@@ -176,7 +176,7 @@ pyb::dict Run(const std::string& scenario, const std::vector<std::string>& overr
   if (!report.error.ok()) Raise(report.error);
 
   pyb::list requests;
-  pyb::dict steps;
+  pyb::list steps;  // one column dict per run (point and seed): pandas concatenates them
   for (const auto& [idx, r] : results) {
     for (const KeptOutputs& k : r.kept) {
       if (keep_requests) requests.append(pyb::make_tuple(idx, k.seed, k.requests_csv));
@@ -184,7 +184,7 @@ pyb::dict Run(const std::string& scenario, const std::vector<std::string>& overr
         pyb::dict constants;
         constants["point"] = idx;
         constants["seed"] = k.seed;
-        ExtendColumns(steps, StepColumns(k.steps, constants));
+        steps.append(StepColumns(k.steps, constants, true, nullptr));
       }
     }
   }
