@@ -9,28 +9,33 @@
 namespace kvsim {
 
 Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
+  // The scenario is read top-down: its plan, its workload and the engine's own settings, then
+  // one instance per DP rank is built from it (sim/instance_builder.h), and nothing is read
+  // from the scenario after that.
   auto plan = sc.Plan();
   if (!plan.ok()) return plan.status();
-  // Every DP rank is the same instance with its own acceptance stream (rank 0's is the one a
-  // single engine has always had).
-  std::vector<InstanceConfig> ranks;
-  const int64_t dp = DpRanks(sc);
-  for (int64_t r = 0; r < dp; ++r) {
-    auto config = BuildInstanceConfig(sc, plan.value(), InstanceRole::kColocated,
-                                      Rng(sc.seed).Fork(0x5bec + static_cast<uint64_t>(r) * 0x10000));
-    if (!config.ok()) return config.status();
-    ranks.push_back(std::move(config.value()));
-  }
   std::string note;
   auto wl = MakeWorkload(sc.sim.workload, sc.seed, &note);
   if (!wl.ok()) return wl.status();
-  std::unique_ptr<Engine> e(new Engine(sc, std::move(ranks), std::move(wl.value())));
+  std::unique_ptr<Engine> e(new Engine(sc, std::move(wl.value())));
   e->workload_note_ = note;
+  // Every DP rank is the same instance with its own acceptance stream (rank 0's is the one a
+  // single engine has always had).
+  const int64_t dp = DpRanks(sc);
+  std::vector<Rng> accept;
+  for (int64_t r = 0; r < dp; ++r) accept.push_back(Rng(sc.seed).Fork(0x5bec + static_cast<uint64_t>(r) * 0x10000));
+  std::vector<InstanceConfig> ranks;
+  for (int64_t r = 0; r < dp; ++r) {
+    auto config = BuildInstanceConfig(sc, plan.value(), InstanceRole::kColocated,
+                                      accept[static_cast<size_t>(r)]);
+    if (!config.ok()) return config.status();
+    ranks.push_back(std::move(config.value()));
+  }
+  e->AddRanks(std::move(ranks));
   return e;
 }
 
-Engine::Engine(const Scenario& sc, std::vector<InstanceConfig> ranks,
-               std::unique_ptr<IWorkload> workload)
+Engine::Engine(const Scenario& sc, std::unique_ptr<IWorkload> workload)
     : sc_(sc),
       metrics_(static_cast<Tick>(sc_.sim.metrics.kv_sample_interval_ms * kTicksPerMs)) {
   sc_.tree = ConfigNode();  // the parsed structs are all the engine needs
@@ -42,15 +47,18 @@ Engine::Engine(const Scenario& sc, std::vector<InstanceConfig> ranks,
   loop_->SetDeployment(this);
   // An MoE model's DP ranks step together (vLLM's DPEngineCoreProc); a dense model's are
   // independent engines. Only the former publish their request counts to the balancer.
-  const bool moe = sc_.model.compute.num_experts > 0 ||
-                   (sc_.model.compute.num_active_params > 0 &&
-                    sc_.model.compute.num_active_params < sc_.model.compute.num_params);
+  moe_ = sc_.model.compute.num_experts > 0 ||
+         (sc_.model.compute.num_active_params > 0 &&
+          sc_.model.compute.num_active_params < sc_.model.compute.num_params);
+}
+
+void Engine::AddRanks(std::vector<InstanceConfig> ranks) {
   const size_t n = ranks.size();
   std::vector<std::string> tags(n);
   if (n > 1) {
     for (size_t r = 0; r < n; ++r) tags[r] = "dp " + std::to_string(r);
   }
-  loop_->AddPool(std::move(ranks), std::move(tags), moe, moe ? 100 * kTicksPerMs : 0);
+  loop_->AddPool(std::move(ranks), std::move(tags), moe_, moe_ ? 100 * kTicksPerMs : 0);
 }
 
 void Engine::SetStepLog(const StepRecordSink* sink) { loop_->SetStepLog(sink); }

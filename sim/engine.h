@@ -64,8 +64,9 @@ class Engine final : Deployment {
   const RequestFootprint& footprint() const { return loop_->footprint(); }
 
  private:
-  Engine(const Scenario& sc, std::vector<InstanceConfig> ranks,
-         std::unique_ptr<IWorkload> workload);
+  Engine(const Scenario& sc, std::unique_ptr<IWorkload> workload);
+  // The DP ranks (one without DP), as one pool of the loop.
+  void AddRanks(std::vector<InstanceConfig> ranks);
   const InstanceCore& core0() const { return loop_->core(0); }
   void Reject(RequestId id);
   void Finish(LiveRequest& l);
@@ -84,6 +85,7 @@ class Engine final : Deployment {
 
   Scenario sc_;
   std::unique_ptr<ServingLoop> loop_;
+  bool moe_ = false;  // an MoE model: its DP ranks step in lock-step
   std::string workload_desc_, workload_note_;
   Metrics metrics_;
   TraceRecorder* trace_ = nullptr;

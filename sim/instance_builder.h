@@ -30,13 +30,6 @@ int64_t DpRanks(const Scenario& sc);
 // cache.kv_memory_bytes).
 Result<KvCacheManagerConfig> EngineKvConfig(const Scenario& sc, const KvCachePlan& plan);
 
-// The scheduler's params from the scenario's scheduler sections. max_model_len is the
-// plan's (2^40 when the plan leaves it open); `num_speculative_tokens` is the drafts per
-// decode step (0 for an instance that never decodes) and sets the lookahead (+1 for DFlash).
-SchedulerParams EngineSchedulerParams(const Scenario& sc, const KvCachePlan& plan,
-                                      const KvCacheManagerConfig& kv_config,
-                                      int64_t num_speculative_tokens);
-
 // The offloading connector configuration of a scenario with cache.offload, given its plan.
 // cpu_bytes becomes blocks as vLLM's CPUOffloadingSpec counts them (classic floor; latest
 // rounds the offloaded block's bytes up to 4096). Errors name the file, line and key.

@@ -59,7 +59,11 @@ Result<Topology> BuildTopology(const ClusterConfig& cc) {
 }
 
 Result<ClusterSetup> BuildClusterSetup(const Scenario& sc) {
-  KVSIM_CHECK(sc.cluster.enabled && sc.cluster.prefill.scenario && sc.cluster.decode.scenario);
+  if (!sc.cluster.enabled || !sc.cluster.prefill.scenario || !sc.cluster.decode.scenario) {
+    return Status::Error("internal", sc.source + ": not a P/D scenario (no cluster section)");
+  }
+  // What the scenario says is read first (the pools' plans, the model check, the topology
+  // and its routes); the KV transfer plan is computed from them last.
   const ClusterConfig& cc = sc.cluster;
   ClusterSetup out;
   auto in_pool = [](const std::string& role, const Status& s) {
@@ -79,12 +83,6 @@ Result<ClusterSetup> BuildClusterSetup(const Scenario& sc) {
                              ps.model.name + " vs " + ds.model.name +
                              "); a pool may change parallel/cache/scheduler, not the model");
   }
-  auto tr = PlanKvTransfer(ps.model, ps.draft ? &*ps.draft : nullptr, out.prefill_plan,
-                           out.decode_plan, cc.transfer.options);
-  if (!tr.ok()) {
-    return Status::Error(tr.status().code(), "cluster.transfer: " + tr.status().message());
-  }
-  out.transfer = std::move(tr.value());
   auto topo = BuildTopology(cc);
   if (!topo.ok()) {
     return Status::Error(topo.status().code(), "cluster.topology: " + topo.status().message());
@@ -107,6 +105,12 @@ Result<ClusterSetup> BuildClusterSetup(const Scenario& sc) {
       out.paths.back().push_back(path.value());
     }
   }
+  auto tr = PlanKvTransfer(ps.model, ps.draft ? &*ps.draft : nullptr, out.prefill_plan,
+                           out.decode_plan, cc.transfer.options);
+  if (!tr.ok()) {
+    return Status::Error(tr.status().code(), "cluster.transfer: " + tr.status().message());
+  }
+  out.transfer = std::move(tr.value());
   return out;
 }
 

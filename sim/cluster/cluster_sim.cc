@@ -66,17 +66,13 @@ Result<std::unique_ptr<ClusterSim>> ClusterSim::Create(const Scenario& sc) {
 
 Result<std::unique_ptr<ClusterSim>> ClusterSim::Create(const Scenario& sc,
                                                        std::unique_ptr<IWorkload> workload) {
-  auto setup = BuildClusterSetup(sc);
-  if (!setup.ok()) return setup.status();
-  std::unique_ptr<ClusterSim> sim(
-      new ClusterSim(sc, std::move(setup.value()), std::move(workload)));
+  std::unique_ptr<ClusterSim> sim(new ClusterSim(sc, std::move(workload)));
   if (Status s = sim->Init(); !s.ok()) return s;
   return sim;
 }
 
-ClusterSim::ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload)
-    : sc_(sc), setup_(std::move(setup)), net_(setup_.topology.ResourceCapacities()) {
-  sc_.tree = ConfigNode();
+ClusterSim::ClusterSim(const Scenario& sc, std::unique_ptr<IWorkload> workload)
+    : sc_(sc), net_({}) {
   workload_desc_ = workload->Describe();
   const Tick stop_at = sc_.sim.run.max_sim_seconds > 0
                            ? static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond)
@@ -89,6 +85,13 @@ ClusterSim::ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<I
 ClusterSim::~ClusterSim() = default;
 
 Status ClusterSim::Init() {
+  // The scenario top-down: the cluster's setup (plans, topology, transfer plan), then each
+  // pool's instances (sim/instance_builder.h) and the routers.
+  auto setup = BuildClusterSetup(sc_);
+  if (!setup.ok()) return setup.status();
+  setup_ = std::move(setup.value());
+  sc_.tree = ConfigNode();  // the parsed structs (and each pool's own scenario) are all it needs
+  net_ = FlowNetwork(setup_.topology.ResourceCapacities());
   const ClusterConfig& cc = sc_.cluster;
   // Each instance has its own draft acceptance stream.
   auto build = [&](const Scenario& pool, const KvCachePlan& plan, InstanceRole role, int64_t count,

@@ -145,7 +145,8 @@ class ClusterSim final : Deployment, ExternalClock {
   class Instance;
   struct Transfer;
 
-  ClusterSim(const Scenario& sc, ClusterSetup setup, std::unique_ptr<IWorkload> workload);
+  ClusterSim(const Scenario& sc, std::unique_ptr<IWorkload> workload);
+  // Builds the setup, the pools' instances and the routers from the scenario.
   Status Init();
 
   // Deployment: what the loop reports (sim/pool/serving_loop.h).
