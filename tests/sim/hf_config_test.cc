@@ -180,6 +180,16 @@ const std::vector<HandWritten>& HandWrittenPresets() {
           compute: {hidden_size: 8192, num_attention_heads: 64, num_params: 33740000000,
                     num_active_params: 33740000000, vocab_size: 32000,
                     intermediate_size: 22016}})"},
+      {"yi-34b", R"({name: Yi-34B, dtype: bf16, max_model_len: 4096,
+          layers: [{type: full_attention, count: 60, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 7168, num_attention_heads: 56, num_params: 34390000000,
+                    num_active_params: 34390000000, vocab_size: 64000,
+                    intermediate_size: 20480}})"},
+      {"qwen2.5-7b", R"({name: Qwen2.5-7B, dtype: bf16, max_model_len: 32768,
+          layers: [{type: full_attention, count: 28, num_kv_heads: 4, head_size: 128}],
+          compute: {hidden_size: 3584, num_attention_heads: 28, num_params: 7620000000,
+                    num_active_params: 7620000000, vocab_size: 152064,
+                    intermediate_size: 18944}})"},
   };
   return kHand;
 }
