@@ -190,6 +190,11 @@ const std::vector<HandWritten>& HandWrittenPresets() {
           compute: {hidden_size: 3584, num_attention_heads: 28, num_params: 7620000000,
                     num_active_params: 7620000000, vocab_size: 152064,
                     intermediate_size: 18944}})"},
+      {"mistral-nemo-12b", R"({name: Mistral-Nemo-12B, dtype: bf16, max_model_len: 131072,
+          layers: [{type: full_attention, count: 40, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 5120, num_attention_heads: 32, num_params: 12250000000,
+                    num_active_params: 12250000000, vocab_size: 131072,
+                    intermediate_size: 14336}})"},
   };
   return kHand;
 }
