@@ -144,23 +144,84 @@ TEST_CASE("hf_config: every shipped preset's config builds the preset's layers a
   }
 }
 
-// Llama-3.1-8B's preset is written as `hf_config: ...` plus the keys it overrides (issue 30:
-// "a preset may then be {hf_config, overrides}"). Its hand-written layer list, as the preset
-// file read before, is kept here as the independent reference: the preset must give exactly
-// the model it gave.
+// Presets written as `hf_config: ...` plus the keys they override (issue 30: "a preset may
+// then be {hf_config, overrides}"). Each one's hand-written model, as its preset file read
+// before the conversion, is kept here as the independent reference: the preset must give
+// exactly the model it gave.
+struct HandWritten {
+  const char* preset;
+  const char* model;  // the preset file's body before the conversion, as a flow map
+};
+
+const std::vector<HandWritten>& HandWrittenPresets() {
+  static const std::vector<HandWritten> kHand = {
+      {"llama-3.1-8b", R"({name: Llama-3.1-8B, dtype: bf16, max_model_len: 131072,
+          layers: [{type: full_attention, count: 32, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 4096, num_attention_heads: 32, num_params: 8030000000,
+                    num_active_params: 8030000000, vocab_size: 128256,
+                    intermediate_size: 14336}})"},
+      {"llama-3.1-70b", R"({name: Llama-3.1-70B, dtype: bf16, max_model_len: 131072,
+          layers: [{type: full_attention, count: 80, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 8192, num_attention_heads: 64, num_params: 70600000000,
+                    num_active_params: 70600000000, vocab_size: 128256,
+                    intermediate_size: 28672}})"},
+      {"llama-2-7b", R"({name: Llama-2-7B, dtype: fp16, max_model_len: 4096,
+          layers: [{type: full_attention, count: 32, num_kv_heads: 32, head_size: 128}],
+          compute: {hidden_size: 4096, num_attention_heads: 32, num_params: 6740000000,
+                    num_active_params: 6740000000, vocab_size: 32000,
+                    intermediate_size: 11008}})"},
+      {"llama-2-70b", R"({name: Llama-2-70B, dtype: fp16, max_model_len: 4096,
+          layers: [{type: full_attention, count: 80, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 8192, num_attention_heads: 64, num_params: 68980000000,
+                    num_active_params: 68980000000, vocab_size: 32000,
+                    intermediate_size: 28672}})"},
+      {"codellama-34b", R"({name: CodeLlama-34B, dtype: bf16, max_model_len: 16384,
+          layers: [{type: full_attention, count: 48, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 8192, num_attention_heads: 64, num_params: 33740000000,
+                    num_active_params: 33740000000, vocab_size: 32000,
+                    intermediate_size: 22016}})"},
+      {"yi-34b", R"({name: Yi-34B, dtype: bf16, max_model_len: 4096,
+          layers: [{type: full_attention, count: 60, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 7168, num_attention_heads: 56, num_params: 34390000000,
+                    num_active_params: 34390000000, vocab_size: 64000,
+                    intermediate_size: 20480}})"},
+      {"qwen2.5-7b", R"({name: Qwen2.5-7B, dtype: bf16, max_model_len: 32768,
+          layers: [{type: full_attention, count: 28, num_kv_heads: 4, head_size: 128}],
+          compute: {hidden_size: 3584, num_attention_heads: 28, num_params: 7620000000,
+                    num_active_params: 7620000000, vocab_size: 152064,
+                    intermediate_size: 18944}})"},
+      {"mistral-nemo-12b", R"({name: Mistral-Nemo-12B, dtype: bf16, max_model_len: 131072,
+          layers: [{type: full_attention, count: 40, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 5120, num_attention_heads: 32, num_params: 12250000000,
+                    num_active_params: 12250000000, vocab_size: 131072,
+                    intermediate_size: 14336}})"},
+      {"mixtral-8x7b", R"({name: Mixtral-8x7B, dtype: bf16, max_model_len: 32768,
+          layers: [{type: full_attention, count: 32, num_kv_heads: 8, head_size: 128}],
+          compute: {hidden_size: 4096, num_attention_heads: 32, num_params: 46700000000,
+                    num_active_params: 12900000000, vocab_size: 32000, num_experts: 8,
+                    num_experts_per_token: 2}})"},
+  };
+  return kHand;
+}
+
 TEST_CASE("hf_config: a preset written as {hf_config, overrides} is its hand-written model") {
-  const Scenario hand = LoadOk({R"(model={name: Llama-3.1-8B, dtype: bf16, max_model_len: 131072,
-      layers: [{type: full_attention, count: 32, num_kv_heads: 8, head_size: 128}],
-      compute: {hidden_size: 4096, num_attention_heads: 32, num_params: 8030000000,
-                num_active_params: 8030000000, vocab_size: 128256, intermediate_size: 14336}})"});
-  auto preset = LoadModelPreset("llama-3.1-8b");
-  REQUIRE(preset.ok());
-  CHECK(preset.value() == hand.model);
-  CHECK(preset->name == "Llama-3.1-8B");
-  // A scenario naming the preset loads the same model (the pinned scenario.resolved.yaml of
-  // every Llama-3.1-8B golden is unchanged: it spells out the same keys).
-  const Scenario sc = LoadOk({"model.preset=llama-3.1-8b"});
-  CHECK(sc.model == hand.model);
+  for (const HandWritten& h : HandWrittenPresets()) {
+    INFO(h.preset);
+    const Scenario hand = LoadOk({std::string("model=") + h.model});
+    auto preset = LoadModelPreset(h.preset);
+    REQUIRE(preset.ok());
+    CHECK(preset.value() == hand.model);
+    // A scenario naming the preset loads the same model (the pinned scenario.resolved.yaml of
+    // every golden that names it is unchanged: it spells out the same keys).
+    const Scenario sc = LoadOk({std::string("model.preset=") + h.preset});
+    CHECK(sc.model == hand.model);
+    // The preset's max_model_len, an override of the config's included, is still its native
+    // context: a longer one is refused as before.
+    CHECK_FALSE(Load({std::string("model.preset=") + h.preset,
+                      "model.max_model_len=" + std::to_string(hand.model.max_model_len + 1)})
+                    .ok());
+  }
+  CHECK(LoadModelPreset("llama-3.1-8b")->name == "Llama-3.1-8B");
 }
 
 TEST_CASE("hf_config: the KV plan equals the preset's in both vLLM profiles") {
