@@ -1,7 +1,11 @@
 // The P/D cluster and the single Engine once had two copies of an instance's step logic that
-// drifted apart (issue 10 §1). Each case here pins one place where they now agree, with
-// expected values worked by hand from scripted requests (tests/sim/cluster_test_workload.h)
-// or from invariants, not copied from a run.
+// drifted apart (issue 10 §1). Since then the instance's step is one InstanceCore, the loop
+// one ServingLoop (arrivals, follow-ups, the step cycle) and the request summary one
+// RequestSummarizer (the makespan); what each deployment still writes itself is its admission
+// check (the stuck-head case) and, for the engine, its KV usage samples (Metrics::StepEnd,
+// against the loop's InstanceUsage for the cluster's pools). Each case here pins one place
+// where they agree, with expected values worked by hand from scripted requests
+// (tests/sim/cluster_test_workload.h) or from invariants, not copied from a run.
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <memory>
