@@ -23,7 +23,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
   // single engine has always had).
   const int64_t dp = DpRanks(sc);
   std::vector<Rng> accept;
-  for (int64_t r = 0; r < dp; ++r) accept.push_back(Rng(sc.seed).Fork(0x5bec + static_cast<uint64_t>(r) * 0x10000));
+  for (int64_t r = 0; r < dp; ++r)
+    accept.push_back(Rng(sc.seed).Fork(0x5bec + static_cast<uint64_t>(r) * 0x10000));
   std::vector<InstanceConfig> ranks;
   for (int64_t r = 0; r < dp; ++r) {
     auto config = BuildInstanceConfig(sc, plan.value(), InstanceRole::kColocated,
@@ -36,8 +37,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const Scenario& sc) {
 }
 
 Engine::Engine(const Scenario& sc, std::unique_ptr<IWorkload> workload)
-    : sc_(sc),
-      metrics_(static_cast<Tick>(sc_.sim.metrics.kv_sample_interval_ms * kTicksPerMs)) {
+    : sc_(sc), metrics_(static_cast<Tick>(sc_.sim.metrics.kv_sample_interval_ms * kTicksPerMs)) {
   sc_.tree = ConfigNode();  // the parsed structs are all the engine needs
   workload_desc_ = workload->Describe();
   const Tick stop_at = sc_.sim.run.max_sim_seconds > 0

@@ -14,8 +14,8 @@ namespace kvsim {
 namespace {
 
 nlohmann::json StatsJson(const Percentiles& p) {
-  return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max},
-          {"count", p.count}};
+  return {{"mean", p.mean}, {"p50", p.p50}, {"p90", p.p90},
+          {"p99", p.p99},   {"max", p.max}, {"count", p.count}};
 }
 
 nlohmann::json PoolJson(const PoolSummary& p) {
@@ -48,23 +48,30 @@ nlohmann::json ClusterSummaryToJson(const ClusterSummary& s) {
                      {"bytes", l.bytes},
                      {"utilisation", l.utilisation}});
   }
-  return {{"requests", {{"arrived", s.arrived}, {"finished", s.finished},
-                        {"rejected", s.rejected}, {"unfinished", s.unfinished}}},
+  return {{"requests",
+           {{"arrived", s.arrived},
+            {"finished", s.finished},
+            {"rejected", s.rejected},
+            {"unfinished", s.unfinished}}},
           {"makespan_s", s.makespan_s},
           {"output_throughput", s.output_throughput},
           {"ttft_ms", StatsJson(s.ttft)},
-          {"ttft_split_ms", {{"queue", StatsJson(s.queue)}, {"prefill", StatsJson(s.prefill)},
-                             {"transfer", StatsJson(s.transfer)},
-                             {"first_decode", StatsJson(s.first_decode)}}},
+          {"ttft_split_ms",
+           {{"queue", StatsJson(s.queue)},
+            {"prefill", StatsJson(s.prefill)},
+            {"transfer", StatsJson(s.transfer)},
+            {"first_decode", StatsJson(s.first_decode)}}},
           {"wire_ms", StatsJson(s.wire)},
           {"tpot_ms", StatsJson(s.tpot)},
           {"itl_ms", StatsJson(s.itl)},
           {"e2e_ms", StatsJson(s.e2e)},
-          {"transfer", {{"requests", s.transferred_requests}, {"bytes", s.bytes},
-                        {"descriptors", s.descriptors},
-                        {"save_relayout_bytes", s.save_relayout_bytes},
-                        {"receive_relayout_bytes", s.receive_relayout_bytes},
-                        {"decode_hit_tokens", s.decode_hit_tokens}}},
+          {"transfer",
+           {{"requests", s.transferred_requests},
+            {"bytes", s.bytes},
+            {"descriptors", s.descriptors},
+            {"save_relayout_bytes", s.save_relayout_bytes},
+            {"receive_relayout_bytes", s.receive_relayout_bytes},
+            {"decode_hit_tokens", s.decode_hit_tokens}}},
           {"prefill_pool", PoolJson(s.prefill_pool)},
           {"decode_pool", PoolJson(s.decode_pool)},
           {"links", links}};
@@ -75,8 +82,8 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
       "requests: {} arrived, {} finished, {} rejected, {} unfinished; makespan {:.2f} s, "
       "{:.0f} output tok/s\n",
       s.arrived, s.finished, s.rejected, s.unfinished, s.makespan_s, s.output_throughput);
-  out += fmt::format("  {:<22} {:>10} {:>10} {:>10} {:>10}\n", "latency (ms)", "mean", "p50",
-                     "p90", "p99");
+  out += fmt::format("  {:<22} {:>10} {:>10} {:>10} {:>10}\n", "latency (ms)", "mean", "p50", "p90",
+                     "p99");
   out += StatLine("TTFT", s.ttft);
   out += StatLine("  queue", s.queue);
   out += StatLine("  prefill", s.prefill);
@@ -89,11 +96,10 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
   out += fmt::format(
       "KV transfer: {} requests, {} over {} descriptors ({:.0f} per request); re-layout {} on "
       "save, {} on receive; {} prompt tokens already on the decoder\n",
-      s.transferred_requests, HumanBytes(static_cast<double>(s.bytes)),
-      WithCommas(s.descriptors),
-      s.transferred_requests ? static_cast<double>(s.descriptors) /
-                                   static_cast<double>(s.transferred_requests)
-                             : 0.0,
+      s.transferred_requests, HumanBytes(static_cast<double>(s.bytes)), WithCommas(s.descriptors),
+      s.transferred_requests
+          ? static_cast<double>(s.descriptors) / static_cast<double>(s.transferred_requests)
+          : 0.0,
       HumanBytes(static_cast<double>(s.save_relayout_bytes)),
       HumanBytes(static_cast<double>(s.receive_relayout_bytes)), WithCommas(s.decode_hit_tokens));
   for (const PoolSummary* p : {&s.prefill_pool, &s.decode_pool}) {
@@ -104,9 +110,8 @@ std::string FormatClusterSummary(const ClusterSummary& s) {
     }
     std::string spec;
     if (p->spec_drafts > 0) {
-      spec = fmt::format(", spec acceptance {:.1f}% ({} of {} drafts)",
-                         100.0 * p->spec_acceptance, WithCommas(p->spec_accepted),
-                         WithCommas(p->spec_drafts));
+      spec = fmt::format(", spec acceptance {:.1f}% ({} of {} drafts)", 100.0 * p->spec_acceptance,
+                         WithCommas(p->spec_accepted), WithCommas(p->spec_drafts));
     }
     out += fmt::format(
         "{} pool: prefix hit rate {:.1f}% ({} of {} tokens, {} lookups), {} steps, {} "

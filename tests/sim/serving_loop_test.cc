@@ -104,8 +104,8 @@ class OneShotClock final : public ExternalClock {
 };
 
 TEST_CASE("serving loop: an external completion at t runs before the arrival at t") {
-  auto wl = std::make_unique<ScriptedWorkload>(std::vector<ScriptedRequest>{
-      {5000, 32, 4, 1}, {9000, 32, 4, 2}});
+  auto wl = std::make_unique<ScriptedWorkload>(
+      std::vector<ScriptedRequest>{{5000, 32, 4, 1}, {9000, 32, 4, 2}});
   ScriptedWorkload* w = wl.get();
   ServingLoop loop(std::move(wl), -1);
   std::vector<InstanceConfig> configs;
@@ -131,8 +131,8 @@ TEST_CASE("serving loop: an external completion at t runs before the arrival at 
 }
 
 TEST_CASE("serving loop: a stop time ends the run before later arrivals") {
-  auto wl = std::make_unique<ScriptedWorkload>(std::vector<ScriptedRequest>{
-      {1000, 32, 2, 1}, {kTicksPerSecond * 10, 32, 2, 2}});
+  auto wl = std::make_unique<ScriptedWorkload>(
+      std::vector<ScriptedRequest>{{1000, 32, 2, 1}, {kTicksPerSecond * 10, 32, 2, 2}});
   ScriptedWorkload* w = wl.get();
   ServingLoop loop(std::move(wl), kTicksPerSecond);
   std::vector<InstanceConfig> configs;
@@ -148,8 +148,8 @@ TEST_CASE("serving loop: a stop time ends the run before later arrivals") {
 }
 
 TEST_CASE("serving loop: a second pool's instances follow the first's; its balancer deals them") {
-  auto wl = std::make_unique<ScriptedWorkload>(std::vector<ScriptedRequest>{
-      {0, 32, 2, 1}, {0, 32, 2, 2}, {0, 32, 2, 3}, {0, 32, 2, 4}});
+  auto wl = std::make_unique<ScriptedWorkload>(
+      std::vector<ScriptedRequest>{{0, 32, 2, 1}, {0, 32, 2, 2}, {0, 32, 2, 3}, {0, 32, 2, 4}});
   ServingLoop loop(std::move(wl), -1);
   std::vector<InstanceConfig> first, second;
   first.push_back(Config());
