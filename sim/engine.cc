@@ -93,8 +93,7 @@ void Engine::Arrived(RequestId id) {
   rec.arrival = spec.arrival;
   rec.prompt_tokens = spec.num_prompt_tokens;
   const int64_t n = spec.num_prompt_tokens;
-  if (n < 1 || n >= core0().inst().params().max_model_len ||
-      kv().BlocksNeededFresh(n) > plan().usable_blocks()) {
+  if (!loop_->PromptFits(0, n)) {
     Reject(id);
     return;
   }

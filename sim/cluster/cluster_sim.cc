@@ -21,7 +21,7 @@ namespace kvsim {
 class ClusterSim::Instance {
  public:
   Instance(InstanceCore& c, int pool_index)
-      : core(c), index(pool_index), usable_blocks(c.plan().usable_blocks()) {}
+      : core(c), index(pool_index) {}
 
   bool prefill() const { return core.inst().role() == InstanceRole::kPrefill; }
   const SchedulerParams& params() const { return core.inst().params(); }
@@ -30,7 +30,6 @@ class ClusterSim::Instance {
 
   InstanceCore& core;
   const int index;
-  int64_t usable_blocks = 0;
   Tick step_start = 0;
   std::map<RequestId, std::unique_ptr<LiveRequest>> live;
   int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
@@ -326,12 +325,9 @@ void ClusterSim::Arrived(RequestId id) {
   rec.arrived = true;
   rec.arrival = spec.arrival;
   rec.prompt_tokens = spec.num_prompt_tokens;
-  const Instance& p0 = *inst_[0];
-  const Instance& d0 = instance(DecodeInstance(0));
   const int64_t n = rec.prompt_tokens;
-  if (n < 1 || n >= p0.params().max_model_len || n >= d0.params().max_model_len ||
-      p0.core.inst().kv().BlocksNeededFresh(n) > p0.usable_blocks ||
-      d0.core.inst().kv().BlocksNeededFresh(n) > d0.usable_blocks) {
+  // It must fit both pools: the prompt's KV moves whole to the decoder.
+  if (!loop_->PromptFits(0, n) || !loop_->PromptFits(1, n)) {
     Reject(id);
     return;
   }

@@ -53,6 +53,12 @@ void ServingLoop::Admit(int i, LiveRequest* r, const std::vector<TokenId>& promp
   ++m.usage.requests;
 }
 
+bool ServingLoop::PromptFits(int pool, int64_t n) const {
+  const InstanceCore& c = core(pool_first(pool));
+  return n >= 1 && n < c.inst().params().max_model_len &&
+         c.inst().kv().BlocksNeededFresh(n) <= c.plan().usable_blocks();
+}
+
 InstanceSummary ServingLoop::Summarize(int i, Tick span) const {
   const Member& m = *members_[static_cast<size_t>(i)];
   InstanceSummary s;

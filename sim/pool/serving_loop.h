@@ -159,6 +159,10 @@ class ServingLoop {
   void Admit(int i, LiveRequest* r, const std::vector<TokenId>& prompt);
   const InstanceUsage& usage(int i) const { return members_[static_cast<size_t>(i)]->usage; }
   const std::string& tag(int i) const { return tags_[static_cast<size_t>(i)]; }
+  // Whether a prompt of `n` tokens can ever run on pool p's instances (every member has the
+  // same plan): at least one token, shorter than max_model_len, and no more blocks than the
+  // whole cache. A request that cannot is rejected at arrival, in every deployment.
+  bool PromptFits(int pool, int64_t n) const;
   // Instance i's share of the run, its KV usage mean over `span` ticks.
   InstanceSummary Summarize(int i, Tick span) const;
 
