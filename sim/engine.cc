@@ -218,10 +218,11 @@ void Engine::Finish(LiveRequest& l) {
 RunSummary Engine::Summary() const {
   const int64_t total = plan().total_bytes() * num_ranks();
   const int64_t pad = static_cast<int64_t>(plan().padding_fraction() * static_cast<double>(total));
-  RunSummary s = metrics_.Summarize(loop_->now(), total, pad);
+  std::vector<InstanceUsage> usage;
+  for (int r = 0; r < num_ranks(); ++r) usage.push_back(loop_->usage(r));
+  RunSummary s = metrics_.Summarize(loop_->now(), total, pad, usage);
   if (num_ranks() > 1) {
-    const Tick span = static_cast<Tick>(std::llround(s.makespan_s * 1e9));
-    for (int r = 0; r < num_ranks(); ++r) s.ranks.push_back(loop_->Summarize(r, span));
+    for (int r = 0; r < num_ranks(); ++r) s.ranks.push_back(loop_->Summarize(r, s.makespan_ticks));
   }
   return s;
 }

@@ -82,10 +82,6 @@ Percentiles LogHistogram::Summarize() const {
 void Metrics::StepEnd(Tick start, Tick end, double usage, int64_t running, int64_t waiting) {
   ++steps_;
   busy_ += end - start;
-  if (last_step_end_ >= 0) usage_integral_ += last_usage_ * static_cast<double>(end - last_step_end_);
-  last_step_end_ = end;
-  last_usage_ = usage;
-  usage_max_ = std::max(usage_max_, usage);
   if (end >= next_sample_) {
     kv_series_.push_back({end, usage, running, waiting});
     next_sample_ = (end / kv_interval_ + 1) * kv_interval_;
@@ -132,8 +128,8 @@ RequestSummary RequestSummarizer::Finish(Tick end) const {
   return s;
 }
 
-RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
-                              int64_t padding_bytes_total) const {
+RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total, int64_t padding_bytes_total,
+                              std::span<const InstanceUsage> pools) const {
   RequestSummarizer summarizer;
   for (const RequestRecord& r : records_) summarizer.Add(r);
   const RequestSummary rs = summarizer.Finish(end);
@@ -171,12 +167,18 @@ RunSummary Metrics::Summarize(Tick end, int64_t kv_bytes_total,
   s.computed_tokens = computed_tokens_;
   const Tick span = rs.span;
   s.makespan_s = rs.makespan_s;
+  s.makespan_ticks = span;
   s.busy_fraction = static_cast<double>(busy_) / static_cast<double>(span);
   s.output_throughput = static_cast<double>(s.output_tokens) / s.makespan_s;
   s.total_throughput = static_cast<double>(s.output_tokens + s.prompt_tokens) / s.makespan_s;
   s.request_throughput = static_cast<double>(s.requests_finished) / s.makespan_s;
-  s.kv_usage_mean = usage_integral_ / static_cast<double>(span);
-  s.kv_usage_max = usage_max_;
+  double area = 0;
+  for (const InstanceUsage& u : pools) {
+    area += u.area;
+    s.kv_usage_max = std::max(s.kv_usage_max, u.max);
+  }
+  if (!pools.empty()) area /= static_cast<double>(pools.size());
+  s.kv_usage_mean = area / static_cast<double>(span);
   s.kv_bytes_total = kv_bytes_total;
   s.padding_bytes_total = padding_bytes_total;
   s.padding_bytes_in_use_mean = s.kv_usage_mean * static_cast<double>(padding_bytes_total);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <span>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -107,6 +108,22 @@ struct InstanceSummary {
   double kv_usage_mean = 0, kv_usage_max = 0;
 };
 
+// One instance's KV usage over time, as every deployment measures it: a sample at each of
+// its step ends (after the step's tokens were applied, before finished requests free their
+// blocks), held until the next; `area` is usage × ticks, so area / span is the time-weighted
+// mean. The serving loop keeps one per instance, with the requests admitted to it.
+struct InstanceUsage {
+  int64_t requests = 0;
+  double area = 0, max = 0, last = 0;
+  Tick last_step_end = -1;
+  void Sample(Tick now, double usage) {
+    if (last_step_end >= 0) area += last * static_cast<double>(now - last_step_end);
+    last_step_end = now;
+    last = usage;
+    max = std::max(max, usage);
+  }
+};
+
 struct KvSample {
   Tick tick = 0;
   double usage = 0;  // vLLM's usage: 1 − free / (num_blocks − 1)
@@ -128,13 +145,14 @@ struct RunSummary {
   int64_t steps = 0;
   int64_t computed_tokens = 0;      // tokens the engine computed (incl. recompute, drafts)
   double makespan_s = 0;            // first arrival → last finish
+  Tick makespan_ticks = 0;          // the same in ticks (at least 1)
   double busy_fraction = 0;         // fraction of the makespan with a step in flight
   double output_throughput = 0;     // output tokens / s
   double total_throughput = 0;      // (prompt + output) tokens / s
   double request_throughput = 0;    // finished requests / s
   Percentiles ttft_ms, tpot_ms, itl_ms, e2e_ms, queue_ms;
-  double kv_usage_mean = 0;         // time-weighted over the makespan
-  double kv_usage_max = 0;
+  double kv_usage_mean = 0;         // time-weighted over the makespan (DP: the ranks' mean)
+  double kv_usage_max = 0;          // DP: the highest rank's
   // Padding: bytes of the KV memory no layer's data uses (static), and their time-weighted
   // share of the blocks in use.
   int64_t kv_bytes_total = 0;
@@ -172,7 +190,8 @@ class Metrics {
   void Emission(Tick prev, Tick now) {
     if (prev >= 0) itl_.Add(now - prev);
   }
-  // After each step: the step's span and the pool state.
+  // After each step: the step's span (busy time) and the pool state (the KV series; the
+  // time-weighted usage is the instances' InstanceUsage).
   void StepEnd(Tick start, Tick end, double usage, int64_t running, int64_t waiting);
   void SpecDrafts(int64_t scheduled, int64_t accepted) {
     drafts_scheduled_ += scheduled;
@@ -193,7 +212,9 @@ class Metrics {
     offload_loaded_ = loaded, offload_stored_ = stored;
   }
 
-  RunSummary Summarize(Tick end, int64_t kv_bytes_total, int64_t padding_bytes_total) const;
+  // `pools`: each instance's KV usage (one, or one per DP rank).
+  RunSummary Summarize(Tick end, int64_t kv_bytes_total, int64_t padding_bytes_total,
+                       std::span<const InstanceUsage> pools) const;
   const std::vector<KvSample>& kv_series() const { return kv_series_; }
 
  private:
@@ -202,10 +223,6 @@ class Metrics {
   Tick kv_interval_;
   Tick next_sample_ = 0;
   std::vector<KvSample> kv_series_;
-  double usage_integral_ = 0;  // Σ usage × step duration (ticks)
-  Tick last_step_end_ = -1;
-  double last_usage_ = 0;
-  double usage_max_ = 0;
   Tick busy_ = 0;
   int64_t steps_ = 0;
   int64_t preemptions_ = 0;

@@ -58,21 +58,6 @@ struct RequestFootprint {
   int64_t spec_bytes = 0, spec_bytes_max = 0;
 };
 
-// What the loop measures of each instance for its deployment: the requests admitted to it
-// (the deployment counts them: Admit) and its KV usage at every step end (after the step's
-// tokens were applied, before finished requests free their blocks), held until the next.
-struct InstanceUsage {
-  int64_t requests = 0;
-  double area = 0, max = 0, last = 0;  // area: usage × ticks
-  Tick last_step_end = -1;
-  void Sample(Tick now, double usage) {
-    if (last_step_end >= 0) area += last * static_cast<double>(now - last_step_end);
-    last_step_end = now;
-    last = usage;
-    max = std::max(max, usage);
-  }
-};
-
 // A clock beside the event queue (a P/D cluster's flow network): the loop advances it with
 // its own and lets it fire before the events of the same tick.
 class ExternalClock {
@@ -155,7 +140,8 @@ class ServingLoop {
   const InstanceCore& core(int i) const { return members_[static_cast<size_t>(i)]->core; }
   const RequestFootprint& footprint() const { return footprint_; }
   // Request `r` joins instance i (EngineInstance::Admit in its role; counted in its
-  // usage().requests).
+  // usage().requests). The loop samples each instance's KV usage at its step ends
+  // (InstanceUsage, sim/metrics.h).
   void Admit(int i, LiveRequest* r, const std::vector<TokenId>& prompt);
   const InstanceUsage& usage(int i) const { return members_[static_cast<size_t>(i)]->usage; }
   const std::string& tag(int i) const { return tags_[static_cast<size_t>(i)]; }

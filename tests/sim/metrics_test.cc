@@ -3,6 +3,7 @@
 
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
+#include <vector>
 
 namespace kvsim {
 namespace {
@@ -34,7 +35,10 @@ TEST_CASE("summary: latencies, hit rate and throughput from hand-made records") 
   }
   m.StepEnd(0, kTicksPerSecond, 0.5, 1, 0);
   m.StepEnd(kTicksPerSecond, 2 * kTicksPerSecond + 100 * kTicksPerMs, 0.25, 1, 0);
-  const RunSummary s = m.Summarize(3 * kTicksPerSecond, 1000, 100);
+  InstanceUsage u;  // the instance's samples at the same step ends
+  u.Sample(kTicksPerSecond, 0.5);
+  u.Sample(2 * kTicksPerSecond + 100 * kTicksPerMs, 0.25);
+  const RunSummary s = m.Summarize(3 * kTicksPerSecond, 1000, 100, {&u, 1});
   CHECK(s.requests_finished == 2);
   CHECK(s.ttft_ms.mean == Catch::Approx(100));
   CHECK(s.tpot_ms.mean == Catch::Approx(100));  // 1 s over 10 gaps
@@ -49,6 +53,27 @@ TEST_CASE("summary: latencies, hit rate and throughput from hand-made records") 
   CHECK(s.padding_bytes_in_use_mean == Catch::Approx(100 * s.kv_usage_mean));
 }
 
+TEST_CASE("DP ranks: KV usage is the ranks' mean of their time-weighted usage, max the highest") {
+  Metrics m(kTicksPerMs);
+  RequestRecord& r = m.Arrive(RequestId{0});
+  r.arrival = 0;
+  r.first_scheduled = 0;
+  r.first_token = kTicksPerSecond;
+  r.finish = 2 * kTicksPerSecond;  // makespan 2 s
+  r.prompt_tokens = 10;
+  r.output_tokens = 2;
+  InstanceUsage a, b;
+  a.Sample(kTicksPerSecond, 0.4);  // 0.4 held for 1 s
+  a.Sample(2 * kTicksPerSecond, 0.2);
+  b.Sample(kTicksPerSecond, 0.2);  // 0.2 held for 1 s
+  b.Sample(2 * kTicksPerSecond, 0.6);
+  const std::vector<InstanceUsage> ranks{a, b};
+  const RunSummary s = m.Summarize(2 * kTicksPerSecond, 0, 0, ranks);
+  CHECK(s.makespan_ticks == 2 * kTicksPerSecond);
+  CHECK(s.kv_usage_mean == Catch::Approx((0.4 + 0.2) / 2 * 1.0 / 2.0));  // 0.15
+  CHECK(s.kv_usage_max == 0.6);
+}
+
 TEST_CASE("unfinished and rejected requests are counted, not averaged") {
   Metrics m(kTicksPerMs);
   RequestRecord& a = m.Arrive(RequestId{0});
@@ -56,7 +81,7 @@ TEST_CASE("unfinished and rejected requests are counted, not averaged") {
   RequestRecord& b = m.Arrive(RequestId{1});
   b.arrival = 0;
   b.rejected = true;
-  const RunSummary s = m.Summarize(kTicksPerSecond, 0, 0);
+  const RunSummary s = m.Summarize(kTicksPerSecond, 0, 0, {});
   CHECK(s.requests_unfinished == 1);
   CHECK(s.requests_rejected == 1);
   CHECK(s.requests_finished == 0);
