@@ -1,11 +1,10 @@
-// The P/D cluster and the single Engine once had two copies of an instance's step logic that
-// drifted apart (issue 10 §1). Since then the instance's step is one InstanceCore, the loop
-// one ServingLoop (arrivals, follow-ups, the step cycle) and the request summary one
-// RequestSummarizer (the makespan); what each deployment still writes itself is its admission
-// check (the stuck-head case) and, for the engine, its KV usage samples (Metrics::StepEnd,
-// against the loop's InstanceUsage for the cluster's pools). Each case here pins one place
-// where they agree, with expected values worked by hand from scripted requests
-// (tests/sim/cluster_test_workload.h) or from invariants, not copied from a run.
+// The single engine and the P/D cluster are two deployments on one serving loop
+// (sim/pool/serving_loop.h): arrivals, follow-ups, the admission check and each instance's KV
+// usage are the loop's, the step is the InstanceCore's, the request summary the
+// RequestSummarizer's. They once had copies of all of it that drifted apart (issue 10 §1);
+// nothing is left to drift, and these cases remain as what both deployments must show, with
+// expected values worked by hand from scripted requests (tests/sim/cluster_test_workload.h)
+// or from invariants, not copied from a run.
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <memory>
@@ -68,7 +67,7 @@ std::unique_ptr<ClusterSim> RunCluster(const Scenario& sc, ScriptedWorkload** wo
   return std::move(sim.value());
 }
 
-TEST_CASE("cluster drift: open-loop arrivals enter one at a time; follow-ups never pull") {
+TEST_CASE("deployments: open-loop arrivals enter one at a time; follow-ups never pull") {
   // Request 0 at t = 0 has two closed-loop follow-ups, each arriving when its predecessor
   // finishes (within milliseconds); request 1 is sent at t = 10 s. Handling a follow-up's
   // arrival must not pull request 1's successor early (an arrival is known as open-loop by
@@ -103,7 +102,7 @@ TEST_CASE("cluster drift: open-loop arrivals enter one at a time; follow-ups nev
 //   acceptance 0: one token per step, drafts 2, 2, 2, 1, 0: 6 steps, 7 drafts, none accepted.
 // The decoder records what the Engine records: spec acceptance and one ITL value per
 // emitting step after a request's first (2 at acceptance 1, 5 at acceptance 0).
-TEST_CASE("cluster drift: drafts are verified only where a step carries them, as the Engine") {
+TEST_CASE("deployments: drafts are verified only where a step carries them, as the Engine") {
   struct Case {
     const char* rate;
     int64_t steps;
@@ -155,7 +154,7 @@ TEST_CASE("cluster drift: drafts are verified only where a step carries them, as
 // stuck-head rule (EngineInstance::RejectStuckHead) rejects exactly those requests, on a
 // colocated engine and on the cluster's prefill instance alike (there only once the
 // finished prompts it holds have been read, which changes when, not whom).
-TEST_CASE("cluster drift: the engine and the cluster reject the same stuck heads") {
+TEST_CASE("deployments: the engine and the cluster reject the same stuck heads") {
   const std::vector<std::string> sets = {
       "scheduler.enable_chunked_prefill=false",
       "workload.num_requests=40",
@@ -199,7 +198,7 @@ TEST_CASE("cluster drift: the engine and the cluster reject the same stuck heads
 //          token are each seen one output-processing delay after their step's end, so the
 //          two step ends are exactly first_token and finish apart;
 //   the prefill instance runs one step: one sample and no interval after it, mean 0.
-TEST_CASE("cluster drift: KV usage is measured at step ends, as the Engine measures it") {
+TEST_CASE("deployments: KV usage is measured at step ends, as the Engine measures it") {
   const double u = 7.0 / 999.0;
   ScriptedWorkload* wl = nullptr;
   auto sim = RunCluster(Load(Yaml()), &wl, {{0, 100, 6, 1}});
@@ -236,7 +235,7 @@ TEST_CASE("cluster drift: KV usage is measured at step ends, as the Engine measu
 // (TTFT's origin, before intake) to the last finish, or to the end of the run while a
 // request is unfinished. One request sent at 0.25 s with 6 outputs: finish − 0.25 s; one
 // with 5000 outputs in a run stopped at 0.5 s: exactly 0.25 s.
-TEST_CASE("cluster drift: the makespan runs from the first send, as the Engine's") {
+TEST_CASE("deployments: the makespan runs from the first send, as the Engine's") {
   const Tick sent = kTicksPerSecond / 4;
   ScriptedWorkload* wl = nullptr;
   auto done = RunCluster(Load(Yaml()), &wl, {{sent, 100, 6, 1}});
