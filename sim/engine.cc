@@ -40,10 +40,7 @@ Engine::Engine(const Scenario& sc, std::unique_ptr<IWorkload> workload)
     : sc_(sc), metrics_(static_cast<Tick>(sc_.sim.metrics.kv_sample_interval_ms * kTicksPerMs)) {
   sc_.tree = ConfigNode();  // the parsed structs are all the engine needs
   workload_desc_ = workload->Describe();
-  const Tick stop_at = sc_.sim.run.max_sim_seconds > 0
-                           ? static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond)
-                           : -1;
-  loop_ = std::make_unique<ServingLoop>(std::move(workload), stop_at);
+  loop_ = std::make_unique<ServingLoop>(std::move(workload), StopTick(sc_.sim.run.max_sim_seconds));
   loop_->SetDeployment(this);
   // An MoE model's DP ranks step together (vLLM's DPEngineCoreProc); a dense model's are
   // independent engines. Only the former publish their request counts to the balancer.

@@ -7,9 +7,9 @@
 
 #include "core/cost_model.h"
 #include "core/kv_cache_manager.h"
+#include "sim/instance/engine_instance.h"
 #include "sim/instance/instance_core.h"
 #include "sim/instance_builder.h"
-#include "sim/instance/engine_instance.h"
 #include "sim/scheduler/scheduler.h"
 #include "sim/strong_id_format.h"
 #include "sim/workload/rng.h"
@@ -20,11 +20,9 @@ namespace kvsim {
 // is the ServingLoop's): the requests it holds and its counters.
 class ClusterSim::Instance {
  public:
-  Instance(InstanceCore& c, int pool_index)
-      : core(c), index(pool_index) {}
+  Instance(InstanceCore& c, int pool_index) : core(c), index(pool_index) {}
 
   bool prefill() const { return core.inst().role() == InstanceRole::kPrefill; }
-  const SchedulerParams& params() const { return core.inst().params(); }
   const SchedulerState& state() const { return core.inst().state(); }
   LiveRequest& live_of(RequestId id) { return *live.at(id); }
 
@@ -70,10 +68,7 @@ Result<std::unique_ptr<ClusterSim>> ClusterSim::Create(const Scenario& sc,
 ClusterSim::ClusterSim(const Scenario& sc, std::unique_ptr<IWorkload> workload)
     : sc_(sc), net_({}) {
   workload_desc_ = workload->Describe();
-  const Tick stop_at = sc_.sim.run.max_sim_seconds > 0
-                           ? static_cast<Tick>(sc_.sim.run.max_sim_seconds * kTicksPerSecond)
-                           : -1;
-  loop_ = std::make_unique<ServingLoop>(std::move(workload), stop_at);
+  loop_ = std::make_unique<ServingLoop>(std::move(workload), StopTick(sc_.sim.run.max_sim_seconds));
   loop_->SetDeployment(this);
   loop_->SetExternalClock(this);
 }
@@ -95,12 +90,12 @@ Status ClusterSim::Init() {
     std::vector<InstanceConfig> configs;
     std::vector<std::string> tags;
     for (int local = 0; local < static_cast<int>(count); ++local) {
-      const uint64_t fork = 0x5bec00 + static_cast<uint64_t>(local) +
-                            (role == InstanceRole::kPrefill ? 0 : 0x1000);
+      const uint64_t fork =
+          0x5bec00 + static_cast<uint64_t>(local) + (role == InstanceRole::kPrefill ? 0 : 0x1000);
       auto config = BuildInstanceConfig(pool, plan, role, Rng(sc_.seed).Fork(fork));
       if (!config.ok()) {
-        return Status::Error(config.status().code(), std::string(where) + ": " +
-                                                         config.status().message());
+        return Status::Error(config.status().code(),
+                             std::string(where) + ": " + config.status().message());
       }
       configs.push_back(std::move(config.value()));
       tags.push_back(fmt::format("{} {}", InstanceRoleName(role), local));
@@ -207,7 +202,8 @@ void ClusterSim::Dropped(int i, SimRequest* head) {
 }
 
 void ClusterSim::ConnectorAdmitted(int i, const ConnectorAdmission& a, Tick) {
-  if (a.req->num_preemptions == 0) inst_[static_cast<size_t>(i)]->cpu_hit_tokens += a.external_hit_tokens;
+  if (a.req->num_preemptions == 0)
+    inst_[static_cast<size_t>(i)]->cpu_hit_tokens += a.external_hit_tokens;
 }
 
 void ClusterSim::StepEnded(int, Tick, Tick, const EngineInstance&, int64_t, int64_t) {}
@@ -530,16 +526,17 @@ ClusterSummary ClusterSim::Summary() const {
     ps.spec_acceptance = ps.spec_drafts > 0 ? static_cast<double>(ps.spec_accepted) /
                                                   static_cast<double>(ps.spec_drafts)
                                             : 0.0;
-    ps.hit_rate = ps.query_tokens > 0 ? static_cast<double>(ps.hit_tokens) /
-                                            static_cast<double>(ps.query_tokens)
-                                      : 0.0;
+    ps.hit_rate = ps.query_tokens > 0
+                      ? static_cast<double>(ps.hit_tokens) / static_cast<double>(ps.query_tokens)
+                      : 0.0;
   }
   const auto& carried = net_.carried_bytes();
   for (int r = 0; r < setup_.topology.num_resources(); ++r) {
     const double b = carried[static_cast<size_t>(r)];
     if (b <= 0) continue;
     const double cap = setup_.topology.link(r / 2).bytes_per_ns;
-    s.links.push_back({setup_.topology.ResourceName(r), cap, b, b / (cap * static_cast<double>(span))});
+    s.links.push_back(
+        {setup_.topology.ResourceName(r), cap, b, b / (cap * static_cast<double>(span))});
   }
   std::stable_sort(s.links.begin(), s.links.end(), [](const LinkSummary& a, const LinkSummary& b) {
     return a.utilisation > b.utilisation;

@@ -93,6 +93,12 @@ class Deployment {
   virtual void RequestEvent(EventKind kind, RequestId id) = 0;
 };
 
+// The loop's stop time for a run limited to `max_sim_seconds` of simulated time (0 or less:
+// none, -1).
+inline Tick StopTick(double max_sim_seconds) {
+  return max_sim_seconds > 0 ? static_cast<Tick>(max_sim_seconds * kTicksPerSecond) : -1;
+}
+
 class ServingLoop {
  public:
   ServingLoop(std::unique_ptr<IWorkload> workload, Tick stop_at);
