@@ -2,8 +2,9 @@
 // engine of `kvsim schedule`. It reads requests with arrival steps, runs them through an
 // EngineInstance (the same scheduler and KV cache manager `kvsim run` uses) and reports every
 // decision as a step-log record (../shared/reference/step-log.md, mirrored in
-// docs/step-log.md): who was scheduled with how many tokens, who was preempted, who finished,
-// and the free blocks after the decision.
+// docs/step-log.md; sim/instance/step_log_io.h reads the requests and writes the records): who
+// was scheduled with how many tokens, who was preempted, who finished, and the free blocks
+// after the decision.
 //
 // The clock (step-log.md §2): before decision k every request with arrival_step ≤ k joins
 // WAITING in arrival order; one record per decision while any request is unfinished; when
@@ -24,39 +25,17 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/kv_cache_manager.h"
 #include "core/offload/offload_connector.h"
 #include "core/status.h"
 #include "sim/instance/offload_driver.h"
+#include "sim/instance/step_log_io.h"
 #include "sim/scheduler/scheduler.h"
 
 namespace kvsim {
 
-// One request of a step-clock input (a line of REQUESTS.jsonl).
-struct StepRequest {
-  std::string id;
-  std::vector<TokenId> tokens;  // prompt token ids, each in [0, 1000000)
-  int64_t max_tokens = 1;       // finishes after exactly this many sampled tokens
-  int64_t arrival_step = 0;
-  int64_t priority = 0;         // PRIORITY policy only; lower is served first
-  int64_t line = 0;             // its line in REQUESTS.jsonl, for errors (0: not read from one)
-};
-
-inline constexpr TokenId kFirstGeneratedTokenId = 1000000;  // + step that sampled it
-
-// Reads REQUESTS.jsonl; errors name the file and line (and the key), code "invalid_input".
-// Prompts must be shorter than `max_model_len` (0 = no bound beyond the global size bound).
-Result<std::vector<StepRequest>> ReadStepRequests(const std::string& path, int64_t max_model_len);
-// The same from text (`path` names it in errors). `fast` = false parses every line as a JSON
-// tree; true (what ReadStepRequests does) first tries a strict fast path for the common shape
-// and falls back to the tree, with the same results and errors either way (fuzzed).
-Result<std::vector<StepRequest>> ParseStepRequests(std::string_view text, const std::string& path,
-                                                   int64_t max_model_len, bool fast = true);
-
-struct StepRecord;
 // Sees the instance's KV cache manager (and the CPU tier's driver, or null) each time a record
 // is complete, before the sink gets it: the viewer snapshots the pools of every step with it.
 using StepPoolObserver =
@@ -74,76 +53,6 @@ struct StepClockConfig {
   std::string source;  // REQUESTS.jsonl's path, which errors name with the request's line
 };
 
-// One step's record. Requests are named by their index in `requests` (the caller's order).
-struct StepRecord {
-  struct Chunk {
-    int32_t request = 0;
-    int64_t num_tokens = 0;  // n
-    int64_t before = 0;      // tokens computed before this chunk
-    int64_t hit = -1;        // prefix hit when taken from WAITING this step, else -1
-  };
-  int64_t step = 0;
-  // The instance of a pool that ran the step ("prefill 0", "decode 1", "dp 2"); empty for a
-  // single instance (and then not written).
-  std::string instance;
-  std::vector<Chunk> scheduled;     // scheduler order: running first, then admissions
-  std::vector<int32_t> preempted;   // in preemption order
-  std::vector<int32_t> finished;    // sampled their max_tokens-th token this step
-  std::vector<int32_t> admitted_new, resumed;  // taken from WAITING, in admission order
-  int64_t num_free_blocks = 0;      // right after the decision
-  int64_t running = 0;              // running list size after the decision
-  int64_t waiting = 0;              // arrived, unfinished, not running
-  int64_t num_scheduled_tokens = 0;
-  // `kvsim run --step-log` only (-1 = not written): the step's simulated start and end.
-  int64_t t_start_ns = -1;
-  int64_t t_end_ns = -1;
-
-  // With a CPU tier (step-log.md §8), from the decision ...
-  struct KvAdmitted {
-    int32_t request = 0;
-    int64_t gpu_hit = 0;
-    int64_t cpu_hit = 0;
-  };
-  struct CpuBlocks {
-    int32_t request = 0;
-    std::vector<int64_t> block_indices;
-  };
-  struct CpuEvicted {
-    int32_t request = 0;  // the request whose store first put the block in the tier
-    int64_t block_index = 0;
-  };
-  bool has_offload = false;
-  std::vector<KvAdmitted> kv_admitted;  // admission order
-  std::vector<int32_t> loading;         // waiting for a load after the decision, queue order
-  std::vector<CpuBlocks> cpu_loads, cpu_stores;
-  std::vector<CpuEvicted> cpu_evicted;
-  // ... and after the step's outputs are applied.
-  int64_t cpu_blocks_used = 0;
-  int64_t cpu_blocks_ready = 0;
-};
-
-struct StepRequestSummary {
-  int64_t hit_tokens = -1;               // at first admission
-  std::vector<int64_t> resume_hit_tokens;
-  // With a CPU tier: the GPU and CPU parts of the lookup at first admission and at each resume.
-  int64_t gpu_hit_tokens = -1;
-  int64_t cpu_hit_tokens = -1;
-  std::vector<int64_t> resume_gpu_hit_tokens, resume_cpu_hit_tokens;
-  int64_t first_token_step = -1;
-  int64_t finish_step = -1;
-  int32_t num_preemptions = 0;
-};
-
-struct StepClockSummary {
-  bool has_offload = false;
-  int64_t steps = 0;  // records written
-  int64_t total_preemptions = 0;
-  int64_t last_step = -1;
-  std::vector<StepRequestSummary> per_request;  // indexed like the input
-};
-
-using StepRecordSink = std::function<void(const StepRecord&)>;
-
 // The §8 fields a decision produced (has_offload, kv_admitted, loading, cpu_loads, cpu_stores,
 // cpu_evicted), from its plan, the scheduler's state after it and what the tier started.
 // `offload` is consumed. Shared by the step clock and `kvsim run --step-log`.
@@ -156,12 +65,5 @@ void RecordOffloadDecision(const StepPlan& plan, const SchedulerState& state,
 // config.max_steps.
 Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
                                       const StepClockConfig& config, const StepRecordSink& sink);
-
-// JSON text of one record / of the summary line (step-log.md §3 and §7), ids from `requests`
-// or, for the simulator's numbered requests, their numbers.
-std::string StepRecordJson(const StepRecord& record, const std::vector<StepRequest>& requests);
-std::string StepRecordJson(const StepRecord& record);
-std::string StepSummaryJson(const StepClockSummary& summary,
-                            const std::vector<StepRequest>& requests);
 
 }  // namespace kvsim
