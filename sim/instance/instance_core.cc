@@ -1,9 +1,42 @@
 #include "sim/instance/instance_core.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 namespace kvsim {
+namespace {
+
+// The §8 fields a decision produced (has_offload, kv_admitted, loading, cpu_loads, cpu_stores,
+// cpu_evicted), from its plan, the scheduler's state after it and what the tier started.
+// `offload` is consumed.
+void RecordOffloadDecision(const StepPlan& plan, const SchedulerState& state,
+                           OffloadStepRecord& offload, StepRecord& record) {
+  record.has_offload = true;
+  for (const ConnectorAdmission& a : plan.connector_admitted) {
+    record.kv_admitted.push_back(
+        {static_cast<int32_t>(a.req->id.value()), a.gpu_hit_tokens, a.external_hit_tokens});
+  }
+  for (const SimRequest* r : state.skipped_waiting)
+    if (r->status == RequestStatus::kWaitingForRemoteKvs)
+      record.loading.push_back(static_cast<int32_t>(r->id.value()));
+  for (auto& l : offload.loads)
+    record.cpu_loads.push_back({static_cast<int32_t>(l.request), std::move(l.block_indices)});
+  for (auto& st : offload.stores)
+    record.cpu_stores.push_back({static_cast<int32_t>(st.request), std::move(st.block_indices)});
+  for (const auto& e : offload.evicted)
+    record.cpu_evicted.push_back({static_cast<int32_t>(e.request), e.block_index});
+}
+
+// The CPU tier's driver: copies take the host link's time, or on a unit clock are reported
+// per xfer_timing.
+std::unique_ptr<OffloadDriver> MakeOffloadDriver(const InstanceConfig& c,
+                                                 const KvCacheManager* kv) {
+  if (c.unit_clock) return std::make_unique<OffloadDriver>(*c.offload, kv, c.xfer_timing);
+  return std::make_unique<OffloadDriver>(*c.offload, kv, c.offload_link);
+}
+
+}  // namespace
 
 InstanceCore::InstanceCore(InstanceConfig config)
     : config_(std::move(config)),
@@ -13,7 +46,7 @@ InstanceCore::InstanceCore(InstanceConfig config)
   inst_.set_drafts(config_.num_speculative_tokens, config_.acceptance_rate, config_.accept_rng);
   if (config_.watermark_blocks > 0) inst_.set_watermark_blocks(config_.watermark_blocks);
   if (config_.offload) {
-    offload_ = std::make_unique<OffloadDriver>(*config_.offload, &inst_.kv(), config_.offload_link);
+    offload_ = MakeOffloadDriver(config_, &inst_.kv());
     inst_.set_connector(offload_.get());
   }
 }
@@ -25,6 +58,12 @@ void InstanceCore::SetStepLog(const StepRecordSink* sink, std::string instance_t
 
 void InstanceCore::WriteRecord(StepRecord& record) {
   record.instance = instance_tag_;
+  if (offload_) {
+    // The tier as the record completes: timed, as the step ends (its copies count as done
+    // from the next decision on); on a unit clock, after the step's output reported them.
+    record.cpu_blocks_used = offload_->num_cpu_blocks_used();
+    record.cpu_blocks_ready = offload_->num_cpu_blocks_ready();
+  }
   (*step_log_)(record);
 }
 
@@ -39,9 +78,9 @@ void InstanceCore::OffloadDecision(const StepPlan& plan, Tick now, InstanceObser
 void InstanceCore::DecideInto(StepPlan& plan, StepRecord& record, Tick now,
                               InstanceObserver& obs) {
   if (offload_) {
-    // Copies that ended by now are reported to this decision; the stores the previous
-    // decision planned start as this step runs.
-    offload_->ApplyOutput(now);
+    // Copies that ended by now are reported to this decision (a unit clock applied them with
+    // the step's output); the stores the previous decision planned start as this step runs.
+    if (!config_.unit_clock) offload_->ApplyOutput(now);
     offload_->BeginDecision(now);
   }
   inst_.Decide(plan);
@@ -51,7 +90,7 @@ void InstanceCore::DecideInto(StepPlan& plan, StepRecord& record, Tick now,
   }
   preemptions_ += static_cast<int64_t>(plan.preempted.size());
   for (SimRequest* p : plan.preempted) obs.Preempted(*p, now);
-  if (step_log_) RecordDecision(plan, record);
+  if (step_log_) RecordDecision(plan, record, now);
 }
 
 InstanceCore::ScheduleResult InstanceCore::Schedule(Tick now, InstanceObserver& obs) {
@@ -142,7 +181,7 @@ void InstanceCore::EndStep(Tick now, InstanceObserver& obs, std::vector<SimReque
   // Tokens reach the user after the output processor has handled the step's outputs.
   int64_t emitting = 0;
   for (const ScheduledChunk& c : step_.scheduled) emitting += c.samples ? 1 : 0;
-  const Tick seen = now + cost_.OutputNanos(emitting);
+  const Tick seen = config_.unit_clock ? step_start_ : now + cost_.OutputNanos(emitting);
   const size_t first = finished.size();
   const int64_t drafts_before = inst_.drafts_scheduled();
   const int64_t accepted_before = inst_.drafts_accepted();
@@ -157,12 +196,7 @@ void InstanceCore::EndStep(Tick now, InstanceObserver& obs, std::vector<SimReque
                 inst_.drafts_accepted() - accepted_before);
   if (step_log_) {
     for (SimRequest* p : done) step_record_.finished.push_back(static_cast<int32_t>(p->id.value()));
-    if (offload_) {
-      // The tier as the step ends (copies count as done from the next decision on).
-      step_record_.cpu_blocks_used = offload_->num_cpu_blocks_used();
-      step_record_.cpu_blocks_ready = offload_->num_cpu_blocks_ready();
-    }
-    WriteRecord(step_record_);
+    if (!config_.unit_clock) WriteRecord(step_record_);
   }
   if (offload_) {
     for (SimRequest* p : done) {
@@ -172,6 +206,12 @@ void InstanceCore::EndStep(Tick now, InstanceObserver& obs, std::vector<SimReque
     }
   }
   inst_.ReleaseOrHoldFinished(done);
+  if (config_.unit_clock) {
+    // The step clock's order: the output reports the step's copies once the finished requests
+    // are freed, and the record (and the pools a driver looks at as it arrives) shows both.
+    if (offload_) offload_->ApplyOutput(step_start_);
+    if (step_log_) WriteRecord(step_record_);
+  }
   step_.scheduled.clear();
   step_.preempted.clear();
 }
@@ -189,21 +229,18 @@ std::optional<Tick> InstanceCore::Continue(Tick now, InstanceObserver& obs) {
   // An empty decision (every running request had its final token in flight): nothing runs;
   // the next decision sees this step's outputs.
   if (step_log_) {
+    // The tier as this empty step's outputs are applied, before the decision that plans the
+    // finished requests' last stores (docs/step-log.md).
     step_record_.t_start_ns = step_record_.t_end_ns = now;
-    if (offload_) {
-      // The tier as this empty step's outputs are applied, before the decision that plans the
-      // finished requests' last stores (docs/step-log.md).
-      step_record_.cpu_blocks_used = offload_->num_cpu_blocks_used();
-      step_record_.cpu_blocks_ready = offload_->num_cpu_blocks_ready();
-    }
     WriteRecord(step_record_);
   }
   return std::nullopt;
 }
 
-void InstanceCore::RecordDecision(const StepPlan& plan, StepRecord& rec) {
+void InstanceCore::RecordDecision(const StepPlan& plan, StepRecord& rec, Tick now) {
   rec = StepRecord{};
-  rec.step = step_index_++;
+  // A unit clock numbers a step by its tick (arrival gaps skip numbers).
+  rec.step = config_.unit_clock ? now : step_index_++;
   for (const ScheduledChunk& c : plan.scheduled) {
     const auto id = static_cast<int32_t>(c.req->id.value());
     rec.scheduled.push_back(
@@ -213,9 +250,47 @@ void InstanceCore::RecordDecision(const StepPlan& plan, StepRecord& rec) {
   for (SimRequest* p : plan.preempted) rec.preempted.push_back(static_cast<int32_t>(p->id.value()));
   rec.num_free_blocks = inst_.kv().num_free_blocks();
   rec.running = static_cast<int64_t>(inst_.state().running.size());
-  rec.waiting = static_cast<int64_t>(inst_.state().waiting.size());
+  // The step clock counts requests set aside for the tier (skipped_waiting) as waiting.
+  rec.waiting = config_.unit_clock ? inst_.state().num_waiting()
+                                   : static_cast<int64_t>(inst_.state().waiting.size());
   rec.num_scheduled_tokens = plan.num_scheduled_tokens;
   if (offload_) RecordOffloadDecision(plan, inst_.state(), last_offload_, rec);
+}
+
+bool InstanceCore::UnitStep(Tick k, InstanceObserver& obs, std::vector<SimRequest*>& finished) {
+  KVSIM_CHECK(config_.unit_clock);
+  // Async: this decision is made while the step in flight still holds its sampled tokens.
+  const bool pending = step_in_flight_;
+  StepPlan& plan = pending ? next_ : step_;
+  DecideInto(plan, pending ? next_record_ : step_record_, k, obs);
+  ++steps_;
+  obs.StepLaunched(plan, k, k + 1);
+  bool moves = !plan.scheduled.empty() || !plan.preempted.empty() ||
+               (offload_ && !plan.connector_admitted.empty());
+  if (pending) {
+    for (const ScheduledChunk& c : step_.scheduled) moves |= c.samples;  // a token in flight
+    EndStep(k, obs, finished);
+    std::swap(step_, next_);
+    std::swap(step_record_, next_record_);
+  }
+  step_in_flight_ = true;
+  step_start_ = k;
+  if (!async_) EndStep(k, obs, finished);
+  // Copies pending, or reported by the output just applied: a deferred lookup may succeed.
+  if (offload_) moves |= offload_->busy() || offload_->completed_last_output() > 0;
+  return moves;
+}
+
+void InstanceCore::UnitIdle(Tick k, InstanceObserver& obs, std::vector<SimRequest*>& finished) {
+  KVSIM_CHECK(config_.unit_clock);
+  if (step_in_flight_) EndStep(k, obs, finished);
+  if (!offload_ || (!offload_->busy() && finished_since_decision_.empty())) return;
+  // The flush decision runs the scheduler like any other (a Mamba group sees a new step).
+  offload_->BeginDecision(k);
+  StepPlan none;
+  inst_.Decide(none);
+  OffloadDecision(none, k, obs);
+  offload_->ApplyOutput(k);
 }
 
 }  // namespace kvsim

@@ -14,6 +14,12 @@
 // The driver (a colocated engine, a P/D cluster, a DP pool) owns the event queue, the
 // requests' specs and records, and hears about the step through an InstanceObserver.
 //
+// On a unit clock (InstanceConfig::unit_clock, `kvsim schedule`'s step clock,
+// sim/instance/step_clock.h) the same step runs with one decision per tick and no step-time
+// model: UnitStep(k) is decision k with its outputs (async: decision k, then step k - 1's
+// outputs), every decision a step with a record, empty ones included; UnitIdle drains the
+// step in flight and makes vLLM's flush decision before the clock jumps over an idle gap.
+//
 // An instance never sees the scenario: it is built from an InstanceConfig, which one builder
 // (sim/instance_builder.h) makes from a scenario for every driver.
 #pragma once
@@ -31,7 +37,7 @@
 #include "sim/event.h"
 #include "sim/instance/engine_instance.h"
 #include "sim/instance/offload_driver.h"
-#include "sim/instance/step_clock.h"
+#include "sim/instance/step_log_io.h"
 #include "sim/workload/rng.h"
 
 namespace kvsim {
@@ -56,6 +62,10 @@ struct InstanceConfig {
   std::optional<OffloadConnectorConfig> offload;
   CopyLinkModel offload_link;
   int64_t offload_block_bytes = 0;
+  // The step clock (UnitStep/UnitIdle): one decision per tick, no cost model, records numbered
+  // by their tick; the CPU tier's copies are reported per `xfer_timing` instead of the link.
+  bool unit_clock = false;
+  XferTiming xfer_timing = XferTiming::kInstant;
 };
 
 // What an instance tells its driver as a step goes. Every call has the simulated time.
@@ -69,7 +79,8 @@ class InstanceObserver {
   // A step starts at `start` (its decision's time) and ends at `end`.
   virtual void StepLaunched(const StepPlan& step, Tick start, Tick end) = 0;
   // `r` produced `n` tokens in the step that ends now: push their ids into `tokens`; the user
-  // sees them at `seen` (after the output processor).
+  // sees them at `seen` (after the output processor). On a unit clock, `seen` is the tick of
+  // the step that sampled them (their ids are 1000000 + it).
   virtual void Tokens(SimRequest& r, int64_t n, std::vector<TokenId>& tokens, Tick seen) = 0;
   // The step that started at `start` ended now; the pool is measured after its tokens were
   // applied, before finished requests free their blocks.
@@ -128,6 +139,24 @@ class InstanceCore {
   // schedules a decision).
   std::optional<Tick> Continue(Tick now, InstanceObserver& obs);
 
+  // ---- The unit clock (config.unit_clock) ----
+  // Decision `k` (the driver has added the requests that arrived by k), a step even when
+  // empty, whose record is numbered k. Sync: its outputs are applied at once. Async: the
+  // outputs of the step in flight (k - 1) are applied after it (vLLM's batch queue), and this
+  // one is in flight. Records reach the step log when their outputs are applied, after the
+  // finished requests freed their blocks and the tier took the copies that output reports.
+  // Returns false when nothing can change any more without an arrival: the decision ran and
+  // preempted nothing, no token was in flight, and the tier has nothing pending (the head of
+  // WAITING, if any, can never be admitted).
+  bool UnitStep(Tick k, InstanceObserver& obs, std::vector<SimRequest*>& finished);
+  // Nothing is unfinished and the clock is about to jump from tick `k` (or stop). Async: the
+  // step in flight (empty: it held the final tokens' slots) has its outputs applied. Then, when
+  // requests finished since the last decision or copies are in flight, vLLM's engine makes one
+  // more decision (no record): latest plans the finished requests' last stores, and with
+  // nothing unfinished the tier flushes every copy (docs/step-log.md, "A finished request's
+  // last stores, empty steps and idle gaps").
+  void UnitIdle(Tick k, InstanceObserver& obs, std::vector<SimRequest*>& finished);
+
   bool step_in_flight() const { return step_in_flight_; }
   bool idle() const { return inst_.idle(); }
   EngineInstance& inst() { return inst_; }
@@ -149,7 +178,7 @@ class InstanceCore {
  private:
   void DecideInto(StepPlan& plan, StepRecord& record, Tick now, InstanceObserver& obs);
   void OffloadDecision(const StepPlan& plan, Tick now, InstanceObserver& obs);
-  void RecordDecision(const StepPlan& plan, StepRecord& record);
+  void RecordDecision(const StepPlan& plan, StepRecord& record, Tick now);
   void WriteRecord(StepRecord& record);
 
   InstanceConfig config_;

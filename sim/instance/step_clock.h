@@ -1,10 +1,11 @@
 // The step clock: vLLM's scheduler driven one decision per step, with no cost model — the
-// engine of `kvsim schedule`. It reads requests with arrival steps, runs them through an
-// EngineInstance (the same scheduler and KV cache manager `kvsim run` uses) and reports every
-// decision as a step-log record (../shared/reference/step-log.md, mirrored in
-// docs/step-log.md; sim/instance/step_log_io.h reads the requests and writes the records): who
-// was scheduled with how many tokens, who was preempted, who finished, and the free blocks
-// after the decision.
+// engine of `kvsim schedule`. It feeds requests with arrival steps to an InstanceCore on a
+// unit clock (sim/instance/instance_core.h: the same step, scheduler and KV cache manager
+// `kvsim run` uses) and reports every decision as a step-log record
+// (../shared/reference/step-log.md, mirrored in docs/step-log.md; sim/instance/step_log_io.h
+// reads the requests and writes the records): who was scheduled with how many tokens, who was
+// preempted, who finished, and the free blocks after the decision. This file owns only the
+// clock: arrivals, idle gaps, the summary and the two ways a run fails.
 //
 // The clock (step-log.md §2): before decision k every request with arrival_step ≤ k joins
 // WAITING in arrival order; one record per decision while any request is unfinished; when
@@ -16,9 +17,9 @@
 // also plans the tier's stores; loads and stores are reported finished with the outputs of a
 // later step (--xfer-timing). When nothing is unfinished but requests finished since the last
 // decision (or copies are still in flight), the clock makes vLLM's "flush" decision (no
-// record) before it idles; async, the outputs of the step still in flight are applied after
-// that decision and before the next arrival is decided (docs/step-log.md, "A finished
-// request's last stores, empty steps and idle gaps").
+// record) before it idles; async, the outputs of the step still in flight are applied (and
+// its record completed) before that decision, and both before the next arrival is decided
+// (docs/step-log.md, "A finished request's last stores, empty steps and idle gaps").
 #pragma once
 
 #include <cstdint>
@@ -52,12 +53,6 @@ struct StepClockConfig {
   int64_t max_steps = int64_t{1} << 31;  // a bound, not a knob: a run past it is an error
   std::string source;  // REQUESTS.jsonl's path, which errors name with the request's line
 };
-
-// The §8 fields a decision produced (has_offload, kv_admitted, loading, cpu_loads, cpu_stores,
-// cpu_evicted), from its plan, the scheduler's state after it and what the tier started.
-// `offload` is consumed. Shared by the step clock and `kvsim run --step-log`.
-void RecordOffloadDecision(const StepPlan& plan, const SchedulerState& state,
-                           OffloadStepRecord& offload, StepRecord& record);
 
 // Runs every request to completion, calling `sink` once per step in step order. Fails with
 // code "never_scheduled" (bad input, naming config.source and the request's line) when a
