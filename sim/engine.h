@@ -27,7 +27,7 @@
 #include "core/kv_cache_manager.h"
 #include "sim/instance/instance_core.h"
 #include "sim/instance/offload_driver.h"
-#include "sim/instance/step_clock.h"
+#include "sim/instance/step_log_io.h"
 #include "sim/metrics.h"
 #include "sim/pool/serving_loop.h"
 #include "sim/scenario_config.h"

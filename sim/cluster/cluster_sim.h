@@ -41,7 +41,7 @@
 #include "sim/cluster/flow_network.h"
 #include "sim/cluster/router.h"
 #include "sim/event.h"
-#include "sim/instance/step_clock.h"
+#include "sim/instance/step_log_io.h"
 #include "sim/metrics.h"
 #include "sim/pool/serving_loop.h"
 #include "sim/scheduler/scheduler.h"

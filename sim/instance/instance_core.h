@@ -145,9 +145,9 @@ class InstanceCore {
   // outputs of the step in flight (k - 1) are applied after it (vLLM's batch queue), and this
   // one is in flight. Records reach the step log when their outputs are applied, after the
   // finished requests freed their blocks and the tier took the copies that output reports.
-  // Returns false when nothing can change any more without an arrival: the decision ran and
-  // preempted nothing, no token was in flight, and the tier has nothing pending (the head of
-  // WAITING, if any, can never be admitted).
+  // Returns false when nothing can change any more without an arrival: the decision scheduled
+  // and preempted nothing, no token was in flight, and the tier has nothing pending (the head
+  // of WAITING, if any, can never be admitted). The records need a step log (SetStepLog).
   bool UnitStep(Tick k, InstanceObserver& obs, std::vector<SimRequest*>& finished);
   // Nothing is unfinished and the clock is about to jump from tick `k` (or stop). Async: the
   // step in flight (empty: it held the final tokens' slots) has its outputs applied. Then, when

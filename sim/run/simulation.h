@@ -22,7 +22,7 @@
 
 #include "core/status.h"
 #include "sim/event.h"
-#include "sim/instance/step_clock.h"
+#include "sim/instance/step_log_io.h"
 #include "sim/labels.h"
 #include "sim/report/reference_report.h"
 #include "sim/run/metric_set.h"
