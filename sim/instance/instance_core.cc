@@ -277,7 +277,9 @@ bool InstanceCore::UnitStep(Tick k, InstanceObserver& obs, std::vector<SimReques
   step_start_ = k;
   if (!async_) EndStep(k, obs, finished);
   // Copies pending, or reported by the output just applied: a deferred lookup may succeed.
-  if (offload_) moves |= offload_->busy() || offload_->completed_last_output() > 0;
+  // (A request whose load is done but who waits for the waiting pass to reach it is not a
+  // change: a decision that did not reach it will not reach it the next time either.)
+  if (offload_) moves |= offload_->copies_in_flight() || offload_->completed_last_output() > 0;
   return moves;
 }
 

@@ -71,7 +71,22 @@ ExternalHit OffloadDriver::MatchedTokens(const SimRequest& r, int64_t gpu_hit_to
 }
 
 void OffloadDriver::AfterAlloc(const SimRequest& r, int64_t gpu_hit_tokens, int64_t ext_tokens) {
-  std::optional<LoadJob> job = connector_.OnAllocated(View(r), gpu_hit_tokens, ext_tokens);
+  // A sliding-window or Mamba group's table holds null blocks where the hit needs no KV (before
+  // the window, Mamba padding): the load fills only the blocks after them, whose sources the
+  // lookup's window scan found ready. Loading from g / bs would pin CPU blocks no lookup
+  // checked, which may have been evicted since.
+  std::vector<int64_t> first_pending;
+  if (has_window_groups_ && ext_tokens > 0 && r.kv_handle != kNoRequestHandle) {
+    for (int g = 0; g < kv_->num_groups(); ++g) {
+      const std::span<const BlockId> b = kv_->blocks(r.kv_handle, g);
+      const int64_t bs = connector_.config().groups[static_cast<size_t>(g)].gpu_block_size;
+      int64_t i = gpu_hit_tokens / bs;
+      while (i < static_cast<int64_t>(b.size()) && b[static_cast<size_t>(i)] == kNullBlock) ++i;
+      first_pending.push_back(i);
+    }
+  }
+  std::optional<LoadJob> job =
+      connector_.OnAllocated(View(r), gpu_hit_tokens, ext_tokens, first_pending);
   if (!job) return;
   if (has_window_groups_ && r.kv_handle != kNoRequestHandle) {
     allocated_for_load_.push_back(r.kv_handle);

@@ -109,6 +109,10 @@ class OffloadDriver : public IKvConnector {
   void RequestFinished(const SimRequest& r);
   // Copies in flight, loads waiting for promotion: something will still change.
   bool busy() const { return !pending_.empty() || !finished_recving_.empty(); }
+  // Copies not yet reported finished. A request whose load was reported but not yet promoted is
+  // not one: the scheduler promotes it when the waiting loop reaches it, so a decision that
+  // changed nothing will not reach it the next time either.
+  bool copies_in_flight() const { return !pending_.empty(); }
   // Timed: the end of the latest copy the last decision flushed (its step's GPU part waits
   // for it), or 0.
   int64_t flush_until() const { return flush_until_; }

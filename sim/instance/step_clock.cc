@@ -1,7 +1,9 @@
 #include "sim/instance/step_clock.h"
 
 #include <algorithm>
+#include <deque>
 #include <numeric>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -72,24 +74,63 @@ InstanceConfig UnitClockInstance(const StepClockConfig& config) {
   return c;
 }
 
-// Why the head of WAITING can never be scheduled, naming its line in config.source.
+// "FILE:LINE: " of a request read from config.source, or "".
+std::string Where(const StepClockConfig& config, const StepRequest* req) {
+  return req && req->line > 0 && !config.source.empty()
+             ? fmt::format("{}:{}: ", config.source, req->line)
+             : std::string();
+}
+
+// Why the head of WAITING (the one the waiting pass considers first) can never be scheduled,
+// naming its line in config.source.
 Status NeverScheduled(const std::vector<StepRequest>& requests, const StepClockConfig& config,
-                      const SchedulerState& st, int64_t step) {
-  const SimRequest* head = !st.skipped_waiting.empty() ? st.skipped_waiting.front()
-                           : st.waiting.empty()        ? nullptr
-                                                       : st.waiting.front();
+                      const EngineInstance& inst, int64_t step) {
+  const std::deque<SimRequest*>* queue = inst.state().NextWaitingQueue(config.sched.policy);
+  const SimRequest* head = queue != nullptr ? queue->front() : nullptr;
   const StepRequest* req = head ? &requests[static_cast<size_t>(head->id.value())] : nullptr;
   const int64_t block = config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size;
   const int64_t tokens = head ? head->num_tokens : 0;
+  // Blocks held while nothing runs belong to requests waiting behind the head (loaded from
+  // the CPU tier, not yet promoted): the head can never get them back.
+  const int64_t held = config.kv.num_blocks - 1 - inst.kv().num_free_blocks();
   return Status::Error(
       "never_scheduled",
       fmt::format("{}request '{}' can never be scheduled (at step {}: {} tokens need {} "
-                  "blocks of {} tokens; {} usable blocks, token budget {})",
-                  req && req->line > 0 && !config.source.empty()
-                      ? fmt::format("{}:{}: ", config.source, req->line)
-                      : std::string(),
-                  req ? req->id : "?", step, tokens, block > 0 ? (tokens + block - 1) / block : 0,
-                  block, config.kv.num_blocks - 1, config.sched.max_num_batched_tokens));
+                  "blocks of {} tokens; {} usable blocks{}, token budget {})",
+                  Where(config, req), req ? req->id : "?", step, tokens,
+                  block > 0 ? (tokens + block - 1) / block : 0, block, config.kv.num_blocks - 1,
+                  held > 0 ? fmt::format(" of which {} held by requests waiting behind it", held)
+                           : std::string(),
+                  config.sched.max_num_batched_tokens));
+}
+
+// A run that goes on past any bound a run that ends can reach is in a cycle vLLM repeats too:
+// a request that cannot hold its context is preempted by itself and recomputed, or a request
+// whose whole (one-block) prompt comes from the CPU tier is left 0 computed tokens by the
+// load's "recompute the last token" rule, and so is looked up and loaded again. Names the
+// unfinished request preempted most (the earliest on a tie).
+Status NoProgress(const std::vector<StepRequest>& requests, const StepClockConfig& config,
+                  const std::vector<SimRequest>& sim, int64_t steps) {
+  const SimRequest* worst = nullptr;
+  for (const SimRequest& r : sim) {
+    if (r.status == RequestStatus::kFinished || r.status == RequestStatus::kFinishedPreempted)
+      continue;
+    if (worst == nullptr || r.num_preemptions > worst->num_preemptions ||
+        (r.num_preemptions == worst->num_preemptions && r.arrival_tick < worst->arrival_tick))
+      worst = &r;
+  }
+  if (worst == nullptr) worst = &sim[0];
+  const StepRequest& req = requests[static_cast<size_t>(worst->id.value())];
+  return Status::Error(
+      "no_progress",
+      fmt::format("{}no end after {} steps: request '{}' is unfinished after {} preemptions "
+                  "({} tokens known; {} usable blocks of {} tokens, token budget {}). It is in "
+                  "a cycle vLLM would repeat too: preempted by itself over and over, or a "
+                  "prompt loaded whole from the CPU tier and looked up again",
+                  Where(config, &req), steps, req.id, worst->num_preemptions, worst->num_tokens,
+                  config.kv.num_blocks - 1,
+                  config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size,
+                  config.sched.max_num_batched_tokens));
 }
 
 }  // namespace
@@ -138,6 +179,13 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
   std::vector<SimRequest*> finished;
   size_t next = 0;
   int64_t step = 0;
+  // A bound on the records of a run that ends: each step computes at least one token or waits
+  // on a copy that ends within two steps; every token computed up to 64 times over
+  // (preemptions recompute), plus empty steps around arrivals and copies.
+  int64_t total_tokens = 0;
+  for (const StepRequest& r : requests)
+    total_tokens += static_cast<int64_t>(r.tokens.size()) + r.max_tokens;
+  const int64_t max_records = 64 * total_tokens + 4 * static_cast<int64_t>(n) + 1024;
   while (true) {
     if (unfinished == 0) {
       const bool more = next < n;
@@ -160,11 +208,12 @@ Result<StepClockSummary> RunStepClock(const std::vector<StepRequest>& requests,
     if (summary.steps >= config.max_steps) {
       return Status::Error("stuck", fmt::format("more than {} steps", config.max_steps));
     }
+    if (summary.steps > max_records) return NoProgress(requests, config, sim, summary.steps);
     finished.clear();
     if (!core.UnitStep(step, obs, finished) && next == n && unfinished > 0) {
       // Nothing ran, nothing is in flight and nothing else will arrive: the head of WAITING
       // can never be admitted (vLLM would spin forever).
-      return NeverScheduled(requests, config, core.inst().state(), step);
+      return NeverScheduled(requests, config, core.inst(), step);
     }
     ++step;
   }

@@ -54,6 +54,12 @@ int64_t InflightPrefillReservedBlocks(const SchedulerState& state, const StepPla
 
 }  // namespace
 
+const std::deque<SimRequest*>* SchedulerState::NextWaitingQueue(SchedulingPolicy policy) const {
+  if (skipped_waiting.empty()) return waiting.empty() ? nullptr : &waiting;
+  if (waiting.empty() || policy == SchedulingPolicy::kFcfs) return &skipped_waiting;
+  return HigherPriority(waiting.front(), skipped_waiting.front()) ? &waiting : &skipped_waiting;
+}
+
 void SchedulerState::AddWaiting(SimRequest* r, SchedulingPolicy policy) {
   if (policy == SchedulingPolicy::kFcfs) {
     waiting.push_back(r);
@@ -152,16 +158,9 @@ void Schedule(const SchedulerParams& p, SchedulerState& state, IKvAllocator& kv,
     // Requests set aside in this step, in the order they were visited; they go back to the
     // front of skipped-waiting (vLLM's step_skipped_waiting, merged by prepend_requests).
     std::vector<SimRequest*> set_aside;
-    auto pick_queue = [&]() -> std::deque<SimRequest*>& {
-      if (state.skipped_waiting.empty()) return state.waiting;
-      if (state.waiting.empty() || fcfs) return state.skipped_waiting;
-      return HigherPriority(state.waiting.front(), state.skipped_waiting.front())
-                 ? state.waiting
-                 : state.skipped_waiting;
-    };
     while ((!state.waiting.empty() || !state.skipped_waiting.empty()) && budget > 0) {
       if (static_cast<int64_t>(state.running.size()) >= p.max_num_seqs) break;
-      std::deque<SimRequest*>& queue = pick_queue();
+      std::deque<SimRequest*>& queue = *state.NextWaitingQueue(p.policy);
       SimRequest* r = queue.front();
       if (r->status == RequestStatus::kWaitingForRemoteKvs) {
         if (connector == nullptr || !connector->LoadFinished(*r)) {

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "sim/scheduler/i_kv_allocator.h"
@@ -72,6 +73,13 @@ struct SchedulerState {
 
   // Adds a new request to WAITING (FCFS: at the back; PRIORITY: in priority order).
   void AddWaiting(SimRequest* r, SchedulingPolicy policy);
+  // The queue whose head the waiting pass considers next (_select_waiting_queue_for_scheduling):
+  // FCFS serves skipped-waiting first; PRIORITY takes the higher-priority head. Null when both
+  // are empty.
+  const std::deque<SimRequest*>* NextWaitingQueue(SchedulingPolicy policy) const;
+  std::deque<SimRequest*>* NextWaitingQueue(SchedulingPolicy policy) {
+    return const_cast<std::deque<SimRequest*>*>(std::as_const(*this).NextWaitingQueue(policy));
+  }
   int64_t num_waiting() const {
     return static_cast<int64_t>(waiting.size() + skipped_waiting.size());
   }
