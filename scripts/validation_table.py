@@ -5,9 +5,13 @@
 The step-time model's GPU efficiencies are measured (kernel timings, datasheets; see
 scenarios/hardware/README.md); only the serving keys (FIT below: CPU work of the engine and the
 API server, and the GPU's fixed per-step, per-layer and all-reduce costs) are fitted on runs.
-A GPU no kernel timing has measured yet (PER_GPU below) has its weight-streaming efficiency
-`mbu` fitted on its own runs instead, after the serving keys, which are fitted on the runs of
-the other GPUs only (so that an unmeasured GPU's efficiency is not absorbed by them).
+A GPU no kernel timing has measured yet (PER_GPU below) has the efficiencies its runs decide
+fitted on its own runs instead (the A100's and L40S's weight-streaming `mbu`; the RTX GPUs'
+GEMM `mfu` and attention `attention_mbu`), after the serving keys, which are fitted on the runs
+of the other GPUs only (so that an unmeasured GPU's efficiency is not absorbed by them). A key
+whose fit ends on its bound is written with calibrate's "not a fit" note. In a
+leave-one-model-out fold that holds none of a PER_GPU GPU's runs, that GPU's runs are
+simulated with the H100's measured values of its keys: what a GPU nothing was fitted on gets.
 
 In-sample: every run simulated with the shipped presets, whose serving keys are the fit on all
 runs by the procedure below (--write-presets makes that fit and writes it into every preset).
@@ -21,8 +25,17 @@ Markdown. --readme rewrites the block between <!-- validation-table --> and
 and E2E (docs/validation_scatter.png in the README). Takes about an hour on two cores (one fit
 per model).
 
+The presets are compiled into kvsim (sim/embedded_data.h): after --write-presets, rebuild and
+run again for the in-sample columns. --loo-from OUT.json takes the leave-one-model-out columns
+from an earlier --json instead of refitting every fold (they do not depend on the presets'
+serving keys: each fold's fit replaces them), so the second run takes seconds:
+  scripts/validation_table.py build/bin/kvsim --write-presets --json /tmp/v.json
+  cmake --build build
+  scripts/validation_table.py build/bin/kvsim --loo-from /tmp/v.json --readme --plot PNG
+
 Usage: /usr/bin/python3 scripts/validation_table.py KVSIM [--readme] [--plot PNG] [--json OUT]
                                          [--write-presets] [--only-in-sample]
+                                         [--loo-from OUT.json]
        /usr/bin/python3 scripts/validation_table.py --replot OUT.json PNG   (redraw from --json)
 """
 import glob
@@ -41,8 +54,13 @@ FIT = ("step_overhead_us,seq_overhead_us,intake_us,intake_token_ns,output_token_
        "step_gpu_us,layer_overhead_us,allreduce_latency_us")
 PRIOR = "1"
 ITERATIONS = "6"
-# GPUs without kernel timings whose mbu is fitted on their own runs (see the docstring).
-PER_GPU = {"A100-80G": "mbu", "L40S": "mbu"}
+# GPUs without kernel timings and the keys fitted on their own runs (see the docstring).
+PER_GPU = {"A100-80G": "mbu", "L40S": "mbu", "RTX-4090": "mfu,attention_mbu",
+           "RTX-PRO-6000": "mfu,attention_mbu"}
+# The preset whose measured values a GPU gets when none of its runs is in a fold, and the
+# built-in values (core/cost_model.h) of the keys that preset leaves at kvsim's defaults.
+MEASURED_GPU = "scenarios/hardware/h100-sxm.yaml"
+BUILT_IN = {"attention_mbu": "0.75"}
 PRESET_BEGIN = "# --- serving keys (scripts/validation_table.py --write-presets) ---"
 PRESET_END = "# --- end of serving keys ---"
 
@@ -88,14 +106,26 @@ def calibrate(kvsim, args):
 
 
 def fitted_keys(path):
-    return {l.split(":")[0]: l.split(":", 1)[1].strip() for l in open(path).read().splitlines()
-            if re.match(r"^\w+: ", l)}
+    """{key: (value, note)} of a calibrate output file; note is calibrate's comment on the key
+    ("at its upper bound 0.9: not a fit") or ""."""
+    keys, note = {}, ""
+    for l in open(path).read().splitlines():
+        m = re.match(r"^# (\w+): (.*)$", l)
+        if m:
+            note = m.group(2)
+            continue
+        if re.match(r"^\w+: ", l):
+            key = l.split(":")[0]
+            keys[key] = (l.split(":", 1)[1].split("#")[0].strip(),
+                         note if note.startswith("at its") else "")
+        note = ""
+    return keys
 
 
 def fit(kvsim, runs, tmp, tag):
     """The fit of one fold: the serving keys on the runs of measured GPUs, then each PER_GPU
-    GPU's key on its own runs with those serving keys. Returns (serving-keys file,
-    {gpu: {key: value}})."""
+    GPU's keys on its own runs with those serving keys. Returns (serving-keys file,
+    {gpu: {key: (value, note)}})."""
     shared = os.path.join(tmp, tag + ".yaml")
     calibrate(kvsim, ["--iterations", ITERATIONS, "--fit", FIT, "--from-defaults", "--prior",
                       PRIOR, "-o", shared, "--runs"] +
@@ -114,15 +144,23 @@ def fit(kvsim, runs, tmp, tag):
         out = os.path.join(tmp, f"{tag}-{gpu}.yaml")
         calibrate(kvsim, ["--hardware", gpu, "--iterations", "4", "--fit", key, "-o", out,
                           "--runs"] + copies)
-        per_gpu[gpu] = {key: fitted_keys(out)[key]}
+        per_gpu[gpu] = {k: fitted_keys(out)[k] for k in key.split(",")}
     return shared, per_gpu
 
 
 def sets_for(run, fitted):
-    """--set arguments that simulate `run` with a fold's fit."""
+    """--set arguments that simulate `run` with a fold's fit. A PER_GPU GPU none of whose runs
+    the fold holds gets the H100's measured values of its keys, not its preset's (those were
+    fitted on the very runs left out)."""
     shared, per_gpu = fitted
     sets = [f"hardware.file={shared}"]
-    for key, value in per_gpu.get(gpu_of(run), {}).items():
+    gpu = gpu_of(run)
+    own = per_gpu.get(gpu)
+    if own is None and gpu in PER_GPU:
+        measured = fitted_keys(os.path.join(ROOT, MEASURED_GPU))
+        own = {k: measured[k] if k in measured else (BUILT_IN[k], "")
+               for k in PER_GPU[gpu].split(",")}
+    for key, (value, _) in (own or {}).items():
         sets.append(f"hardware.{key}={value}")
     return sets
 
@@ -142,10 +180,17 @@ def write_presets(fitted):
                  f"# --fit {FIT}",
                  f"# --from-defaults --prior {PRIOR} --iterations {ITERATIONS}`.",
                  *keys]
-        for key, value in per_gpu.get(name, {}).items():
-            block += [f"# Not timed on this GPU yet: {key} fitted on its own training runs with",
+        own = per_gpu.get(name, {})
+        if own:
+            keys_fitted = ",".join(own)
+            block += [f"# Not timed on this GPU yet: {' and '.join(own)} fitted on its own "
+                      "training runs with",
                       f"# the keys above (`kvsim calibrate --hardware {name} --runs ... --fit "
-                      f"{key}`).", f"{key}: {value}"]
+                      f"{keys_fitted} --iterations 4`)."]
+        for key, (value, note) in own.items():
+            if note:
+                block.append(f"# {key}: {note} (the runs pull it past the bound)")
+            block.append(f"{key}: {value}")
         block.append(PRESET_END)
         text = open(path).read()
         if PRESET_BEGIN not in text:
@@ -218,7 +263,13 @@ def main():
         for r in runs:
             name = os.path.splitext(os.path.basename(r))[0]
             rows[name] = {"model": model_of(r), "in": run_errors(kvsim, r)}
-        if "--only-in-sample" not in sys.argv:
+        if "--loo-from" in sys.argv:
+            earlier = json.load(open(sys.argv[sys.argv.index("--loo-from") + 1]))
+            for name, row in rows.items():
+                if name not in earlier or "loo" not in earlier[name]:
+                    sys.exit(f"--loo-from: no leave-one-model-out row for {name}")
+                row["loo"] = earlier[name]["loo"]
+        elif "--only-in-sample" not in sys.argv:
             for model in sorted({v["model"] for v in rows.values()}):
                 mine = [r for r in runs if model_of(r) == model]
                 others = [r for r in runs if model_of(r) != model]
