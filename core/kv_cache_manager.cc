@@ -516,6 +516,20 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
     demand.num_tokens = std::min(demand.num_tokens, config_.max_model_len);
     demand.num_tokens_main = std::min(demand.num_tokens_main, config_.max_model_len);
   }
+  // Fast path: one full-attention group whose blocks already cover the demand (a decode step
+  // inside its last block, 15 steps in 16 at block 16) allocates nothing, so only the
+  // watermark check and the cache of newly full blocks are left: the general path below
+  // computes exactly this with need = 0.
+  if (m.single_full && !use_hit && !full_sequence_must_fit) {
+    const GroupBlockTable& t = r.groups[0];
+    if (demand.num_tokens <=
+        static_cast<int64_t>(t.blocks.size()) * config_.groups[0].block_size) {
+      ++m.epoch;
+      if (watermark_blocks > pool_.num_free_blocks() - reserved_blocks) return false;
+      if (!delay_cache_blocks) CacheBlocks(h, total_computed + num_new_tokens);
+      return true;
+    }
+  }
   // Out-of-window blocks go first. [latest] only tokens already processed count: the
   // window of a step still in flight must stay readable.
   if (!m.single_full) {
@@ -588,6 +602,13 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
   KVSIM_CHECK(r.live);
   const size_t ng = config_.groups.size();
   const int64_t computed = std::min(num_tokens, r.hasher.num_tokens());
+  if (ng == 1) {
+    // One group: nothing to do until a block fills (most decode steps).
+    const GroupBlockTable& t = r.groups[0];
+    const int64_t nfull = std::min<int64_t>(computed / m.policies[0]->block_size(),
+                                            static_cast<int64_t>(t.blocks.size()));
+    if (nfull <= t.num_cached) return;
+  }
   // Several groups cache up to a scheduler-block boundary. [latest] With EAGLE each group
   // caches one block more when it has it: the block a dropping lookup peeks at (vLLM #44082).
   const int64_t aligned = ng > 1 ? computed / m.sched_block * m.sched_block : computed;
