@@ -214,6 +214,12 @@ void RequestBlockHasher::Reset(int64_t block_size, const RequestKeys* keys) {
 
 void RequestBlockHasher::Append(std::span<const TokenId> tokens) {
   const size_t bs = static_cast<size_t>(block_size_);
+  if (tokens.size() == 1 && tail_.size() + 1 < bs) {
+    // One decode token that does not fill a block: it only joins the tail.
+    tail_.push_back(tokens[0]);
+    ++num_tokens_;
+    return;
+  }
   size_t i = 0;
   BlockHash parent = hashes_.empty() ? kNoneHash : hashes_.back();
   auto emit = [&](const TokenId* p) {

@@ -500,6 +500,27 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
   KVSIM_CHECK(num_new_tokens >= 0 && num_lookahead_tokens >= 0 && num_computed_tokens >= 0 &&
               num_external_computed_tokens >= 0 && reserved_blocks >= 0 &&
               watermark_blocks >= 0);
+  // Fast path, ahead of the general path's setup: one full-attention group whose blocks
+  // already cover the demand (a decode step inside its last block, 15 steps in 16 at block
+  // 16) allocates nothing, so only the watermark check and the cache of a newly full block
+  // are left. The general path below computes exactly this with need = 0.
+  if (m.single_full && num_new_computed_tokens <= 0 && !full_sequence_must_fit) {
+    const GroupBlockTable& t = r.groups[0];
+    const int64_t B = config_.groups[0].block_size;
+    const int64_t covered = num_computed_tokens + num_external_computed_tokens + num_new_tokens;
+    int64_t slots = covered + num_lookahead_tokens;
+    if (config_.max_model_len > 0) slots = std::min(slots, config_.max_model_len);
+    const auto held = static_cast<int64_t>(t.blocks.size());
+    if (slots <= held * B) {
+      ++m.epoch;
+      if (watermark_blocks > pool_.num_free_blocks() - reserved_blocks) return false;
+      // CacheBlocks' own test (a block past num_cached is full and held), without the call.
+      if (!delay_cache_blocks && config_.enable_caching && t.num_cached < held &&
+          std::min(covered, r.hasher.num_tokens()) >= (t.num_cached + 1) * B)
+        CacheBlocks(h, covered);
+      return true;
+    }
+  }
   const bool use_hit = num_new_computed_tokens > 0;
   if (use_hit) {
     KVSIM_CHECK_MSG(
@@ -515,20 +536,6 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
   if (config_.max_model_len > 0) {
     demand.num_tokens = std::min(demand.num_tokens, config_.max_model_len);
     demand.num_tokens_main = std::min(demand.num_tokens_main, config_.max_model_len);
-  }
-  // Fast path: one full-attention group whose blocks already cover the demand (a decode step
-  // inside its last block, 15 steps in 16 at block 16) allocates nothing, so only the
-  // watermark check and the cache of newly full blocks are left: the general path below
-  // computes exactly this with need = 0.
-  if (m.single_full && !use_hit && !full_sequence_must_fit) {
-    const GroupBlockTable& t = r.groups[0];
-    if (demand.num_tokens <=
-        static_cast<int64_t>(t.blocks.size()) * config_.groups[0].block_size) {
-      ++m.epoch;
-      if (watermark_blocks > pool_.num_free_blocks() - reserved_blocks) return false;
-      if (!delay_cache_blocks) CacheBlocks(h, total_computed + num_new_tokens);
-      return true;
-    }
   }
   // Out-of-window blocks go first. [latest] only tokens already processed count: the
   // window of a step still in flight must stay readable.
@@ -603,11 +610,12 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
   const size_t ng = config_.groups.size();
   const int64_t computed = std::min(num_tokens, r.hasher.num_tokens());
   if (ng == 1) {
-    // One group: nothing to do until a block fills (most decode steps).
+    // One group: nothing to do until a block past num_cached is full and held (most decode
+    // steps). Asked once per running request per step, so no division and no virtual call.
     const GroupBlockTable& t = r.groups[0];
-    const int64_t nfull = std::min<int64_t>(computed / m.policies[0]->block_size(),
-                                            static_cast<int64_t>(t.blocks.size()));
-    if (nfull <= t.num_cached) return;
+    if (t.num_cached >= static_cast<int64_t>(t.blocks.size()) ||
+        computed < (t.num_cached + 1) * config_.groups[0].block_size)
+      return;
   }
   // Several groups cache up to a scheduler-block boundary. [latest] With EAGLE each group
   // caches one block more when it has it: the block a dropping lookup peeks at (vLLM #44082).

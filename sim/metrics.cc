@@ -31,7 +31,7 @@ Percentiles ExactPercentiles(std::vector<double> v) {
   return p;
 }
 
-int LogHistogram::Bucket(Tick v) {
+inline int LogHistogram::Bucket(Tick v) {
   if (v < 1) return 0;
   const uint64_t u = static_cast<uint64_t>(v);
   const int e = 63 - __builtin_clzll(u);  // floor(log2 v)
