@@ -20,6 +20,22 @@ int64_t Saturated(double bytes) {
 
 }  // namespace
 
+double RopeCacheBytes(const ModelSpec& model) {
+  const ModelCompute& mc = model.compute;
+  const int64_t positions =
+      mc.max_position_embeddings > 0 ? mc.max_position_embeddings : model.max_model_len;
+  int64_t dims = mc.rotary_dim;
+  for (const LayerSpec& l : model.layers) {
+    if (dims > 0) break;
+    // MLA rotates a separate 64-wide slice, not its latent head: it needs rotary_dim given.
+    if (l.kind == LayerKind::kFullAttention || l.kind == LayerKind::kSlidingWindow ||
+        l.kind == LayerKind::kChunkedLocal)
+      dims = l.head_size;
+  }
+  return static_cast<double>(std::max<int64_t>(0, positions)) *
+         static_cast<double>(std::max<int64_t>(0, dims)) * kActivationBytes;
+}
+
 MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs& in) {
   MemoryBudget b;
   const double tp = static_cast<double>(std::max<int64_t>(1, in.tp));
@@ -43,9 +59,14 @@ MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs
   if (total > active && experts > top_k) routed = (total - active) * experts / (experts - top_k);
   double weights = in.ep > 1 ? routed / ep + (total - routed) / tp : total / tp;
   weights *= wbytes;
-  // Quantized checkpoints keep the embedding and the LM head in 16 bits (vocab-parallel).
-  if (wbytes < kActivationBytes) weights += 2.0 * vocab * hidden * (kActivationBytes - wbytes) / tp;
+  // Quantized checkpoints keep the embedding and the LM head in 16 bits (vocab-parallel), and
+  // whatever their quantization ignore list names (split over TP like the rest).
+  if (wbytes < kActivationBytes) {
+    weights += 2.0 * vocab * hidden * (kActivationBytes - wbytes) / tp;
+    weights += static_cast<double>(mc.num_params_16bit) * (kActivationBytes - wbytes) / tp;
+  }
   b.weights = Saturated(weights);
+  b.rope_cache = Saturated(RopeCacheBytes(model));
 
   // The profile run's peak: the forward of max_num_batched_tokens tokens, or the sampler.
   const double tokens = static_cast<double>(std::max<int64_t>(1, in.max_num_batched_tokens));
@@ -66,7 +87,8 @@ MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs
   b.activations = Saturated(std::max(forward, sampler));
 
   b.kv = Saturated(static_cast<double>(b.requested) - static_cast<double>(b.weights) -
-                   static_cast<double>(b.activations) - static_cast<double>(b.non_torch));
+                   static_cast<double>(b.rope_cache) - static_cast<double>(b.activations) -
+                   static_cast<double>(b.non_torch));
   return b;
 }
 

@@ -8,8 +8,12 @@
 // they are not subtracted. vLLM then sizes the cache as kv // (page bytes · layers).
 //
 // Weights per rank: every parameter at the model dtype, split over TP; quantized (fp8)
-// checkpoints keep the embedding and LM head in 16 bits; with expert parallelism the routed
-// experts are split over EP ranks instead of TP. The activation peak is the larger of the
+// checkpoints keep the embedding and LM head in 16 bits, and what their ignore list names
+// (`num_params_16bit`); with expert parallelism the routed experts are split over EP ranks
+// instead of TP. Every rank also holds the rotary embedding's cos/sin cache, which vLLM builds
+// at load for all of config.json's max_position_embeddings (whatever max_model_len is served)
+// × the rotated dims, in 16 bits: 2.5 GiB for Llama-4-Scout's 10M positions, 32 MiB for a
+// 128K Llama-3.1. The activation peak is the larger of the
 // forward's (the MLP's gate/up and activation outputs, the QKV output and a few hidden-size
 // buffers, 16-bit) and the sampler's (fp32 logits and probabilities).
 #pragma once
@@ -33,6 +37,7 @@ struct MemoryBudgetInputs {
 struct MemoryBudget {
   int64_t requested = 0;    // gpu_memory_utilization × total
   int64_t weights = 0;      // this rank's parameters
+  int64_t rope_cache = 0;   // the rotary embedding's cos/sin buffer (loaded with the weights)
   int64_t activations = 0;  // the profile run's peak
   int64_t non_torch = 0;
   int64_t kv = 0;           // what is left for the KV cache (≤ 0: nothing)
@@ -40,5 +45,8 @@ struct MemoryBudget {
 
 // The budget of one rank. A model without compute numbers (num_params 0) has no weights.
 MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs& in);
+
+// positions × rotated dims × 2 bytes (0 for a model without rotary attention layers).
+double RopeCacheBytes(const ModelSpec& model);
 
 }  // namespace kvsim

@@ -91,6 +91,13 @@ struct ModelCompute {
   int64_t intermediate_size = 0;      // dense MLP width (0: derived from the params)
   int64_t num_experts = 0;            // routed experts per MoE layer (0: dense, or derived)
   int64_t num_experts_per_token = 0;  // top-k routing
+  // Parameters a quantized checkpoint keeps in 16 bits besides its embedding and LM head (its
+  // quantization ignore list: attention projections, routers, a vision tower).
+  int64_t num_params_16bit = 0;
+  // The positions vLLM's rotary embedding caches cos/sin for: config.json's
+  // max_position_embeddings, which a served max_model_len does not shorten (0: max_model_len).
+  int64_t max_position_embeddings = 0;
+  int64_t rotary_dim = 0;  // rotated dims per head (0: the attention layers' head size)
   bool operator==(const ModelCompute&) const = default;
 };
 

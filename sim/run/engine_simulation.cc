@@ -98,12 +98,16 @@ class EngineSimulation : public Simulation {
                        size(static_cast<double>(e_->plan().total_bytes())));
     } else if (const auto& b = s.memory_budget) {
       // Derived from gpu_memory_utilization as vLLM's worker does: say how, and what it holds.
-      kv = fmt::format("KV cache {} blocks ({} per rank = {:g} × {} − weights {} − activations "
+      // The rotary cache is named only where a model has one (inline models often do not say
+      // their positions).
+      const std::string rope =
+          b->rope_cache > 0 ? " − rotary cache " + size(static_cast<double>(b->rope_cache)) : "";
+      kv = fmt::format("KV cache {} blocks ({} per rank = {:g} × {} − weights {}{} − activations "
                        "{} − non-torch {})",
                        e_->plan().num_blocks, size(static_cast<double>(b->kv)),
                        s.cache.gpu_memory_utilization,
                        size(static_cast<double>(s.sim.hardware.hbm_capacity_bytes)),
-                       size(static_cast<double>(b->weights)),
+                       size(static_cast<double>(b->weights)), rope,
                        size(static_cast<double>(b->activations)),
                        size(static_cast<double>(b->non_torch)));
     } else {

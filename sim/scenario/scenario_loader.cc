@@ -23,6 +23,9 @@ namespace fs = std::filesystem;
 
 constexpr const char* kBuiltIn = "<built-in>/";
 constexpr int kMaxIncludeDepth = 16;
+// Llama-4-Scout's 10M-token config is the longest in use; 2^40 bounds the rotary cache's size
+// arithmetic (positions × dims × 2 bytes) well inside int64.
+constexpr int64_t kMaxPositions = int64_t{1} << 40;
 
 // ---------------------------------------------------------------------------------------
 // Files: on disk first, then the embedded copies of scenarios/.
@@ -312,6 +315,18 @@ ModelSpec ParseModelBody(ConfigReader& r, bool is_draft) {
   m.compute.num_experts = c.Int("num_experts", 0, "routed experts per MoE layer (0: dense)", 0);
   m.compute.num_experts_per_token =
       c.Int("num_experts_per_token", 0, "experts each token is routed to (top-k)", 0);
+  m.compute.num_params_16bit =
+      c.Int("num_params_16bit", 0,
+            "parameters a quantized (fp8) checkpoint keeps in 16 bits besides the embedding and "
+            "LM head (its quantization ignore list)",
+            0);
+  m.compute.max_position_embeddings =
+      c.Int("max_position_embeddings", 0,
+            "positions vLLM's rotary embedding caches cos/sin for (config.json's "
+            "max_position_embeddings; 0: model.max_model_len)",
+            0, kMaxPositions);
+  m.compute.rotary_dim =
+      c.Int("rotary_dim", 0, "rotated dimensions per head (0: the attention head size)", 0, 65536);
   c.Finish();
   return m;
 }
@@ -635,11 +650,12 @@ void DeriveKvMemory(ConfigReader& root, Scenario& sc) {
   ConfigReader cache = root.Map("cache", "");
   cache.Error("gpu_memory_utilization", "no_kv_memory",
               fmt::format("{:.2f} of the GPU's {:.1f} GiB leaves nothing for the KV cache: "
-                          "weights {:.1f} GiB per rank, activations {:.2f} GiB, non-torch "
-                          "{:.2f} GiB",
+                          "weights {:.1f} GiB per rank, rotary cache {:.2f} GiB, activations "
+                          "{:.2f} GiB, non-torch {:.2f} GiB",
                           sc.cache.gpu_memory_utilization,
                           static_cast<double>(in.total_bytes) / (1 << 30),
                           static_cast<double>(b.weights) / (1 << 30),
+                          static_cast<double>(b.rope_cache) / (1 << 30),
                           static_cast<double>(b.activations) / (1 << 30),
                           static_cast<double>(b.non_torch) / (1 << 30)));
 }

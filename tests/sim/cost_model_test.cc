@@ -403,7 +403,9 @@ TEST_CASE("memory budget: vLLM's KV memory from gpu_memory_utilization, by hand"
   // Forward: 2048 tokens × (3 × 14336 MLP + (32 + 2 × 8) × 128 QKV + 4 × 4096) × 2 bytes
   // = 256 MiB, above the sampler's 128 × 128256 × 4 bytes × 2.
   CHECK(b.activations == 268435456);
-  CHECK(b.kv == 76968728985 - 16060000000 - 268435456 - (1LL << 30));
+  // The rotary cos/sin cache: 131072 positions (config.json) × 128 dims × 2 bytes = 32 MiB.
+  CHECK(b.rope_cache == 131072LL * 128 * 2);
+  CHECK(b.kv == 76968728985 - 16060000000 - 33554432 - 268435456 - (1LL << 30));
   // TP 2 halves the weights and the per-rank MLP and QKV outputs.
   in.tp = 2;
   const MemoryBudget half = VllmKvMemoryBudget(m.value(), in);
@@ -414,6 +416,24 @@ TEST_CASE("memory budget: vLLM's KV memory from gpu_memory_utilization, by hand"
   fp8.dtype = DType::kFp8;
   in.tp = 1;
   CHECK(VllmKvMemoryBudget(fp8, in).weights == 8030000000 + 2LL * 128256 * 4096);
+  // ... and so do the parameters its ignore list names, split over TP with the rest.
+  fp8.compute.num_params_16bit = 1000000000;
+  in.tp = 2;
+  CHECK(VllmKvMemoryBudget(fp8, in).weights ==
+        (8030000000 + 2LL * 128256 * 4096 + 1000000000) / 2);
+  in.tp = 1;
+  // The rotary cache follows config.json's positions, not the served context, and is whole on
+  // every rank: Llama-4-Scout's 10485760 positions × 128 dims × 2 bytes = 2.5 GiB.
+  ModelSpec scout = m.value();
+  scout.compute.max_position_embeddings = 10485760;
+  in.tp = 2;
+  CHECK(VllmKvMemoryBudget(scout, in).rope_cache == 2684354560);
+  scout.compute.rotary_dim = 64;  // a partial rotary factor halves it
+  CHECK(VllmKvMemoryBudget(scout, in).rope_cache == 1342177280);
+  in.tp = 1;
+  ModelSpec nope = m.value();  // no rotary attention layer, nothing cached
+  nope.layers.assign(4, LayerSpec{.kind = LayerKind::kMla, .num_kv_heads = 1, .head_size = 576});
+  CHECK(VllmKvMemoryBudget(nope, in).rope_cache == 0);
   // Numbers at int64's edge (a preset may say anything) saturate instead of overflowing.
   ModelSpec huge = m.value();
   huge.compute.num_params = huge.compute.num_active_params = int64_t{1} << 62;

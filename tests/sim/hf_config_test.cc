@@ -194,7 +194,7 @@ const std::vector<HandWritten>& HandWrittenPresets() {
           layers: [{type: full_attention, count: 40, num_kv_heads: 8, head_size: 128}],
           compute: {hidden_size: 5120, num_attention_heads: 32, num_params: 12250000000,
                     num_active_params: 12250000000, vocab_size: 131072,
-                    intermediate_size: 14336}})"},
+                    intermediate_size: 14336, max_position_embeddings: 1024000}})"},
       {"mixtral-8x7b", R"({name: Mixtral-8x7B, dtype: bf16, max_model_len: 32768,
           layers: [{type: full_attention, count: 32, num_kv_heads: 8, head_size: 128}],
           compute: {hidden_size: 4096, num_attention_heads: 32, num_params: 46700000000,
