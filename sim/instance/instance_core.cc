@@ -250,9 +250,9 @@ void InstanceCore::RecordDecision(const StepPlan& plan, StepRecord& rec, Tick no
   for (SimRequest* p : plan.preempted) rec.preempted.push_back(static_cast<int32_t>(p->id.value()));
   rec.num_free_blocks = inst_.kv().num_free_blocks();
   rec.running = static_cast<int64_t>(inst_.state().running.size());
-  // The step clock counts requests set aside for the tier (skipped_waiting) as waiting.
-  rec.waiting = config_.unit_clock ? inst_.state().num_waiting()
-                                   : static_cast<int64_t>(inst_.state().waiting.size());
+  // Every arrived, unfinished, not-running request (step-log §3), the requests set aside for
+  // the tier (skipped_waiting) included, on either clock.
+  rec.waiting = inst_.state().num_waiting();
   rec.num_scheduled_tokens = plan.num_scheduled_tokens;
   if (offload_) RecordOffloadDecision(plan, inst_.state(), last_offload_, rec);
 }

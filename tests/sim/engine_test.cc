@@ -345,6 +345,45 @@ workload:
   }
 }
 
+// step-log §3: `waiting` counts every arrived, unfinished, not-running request, so a request
+// set aside while the tier loads its blocks is waiting (it is in `loading`); `kvsim run
+// --step-log` used to count the WAITING queue only, as `kvsim schedule` did not.
+TEST_CASE("engine with a CPU tier: the step log's waiting count includes requests loading") {
+  const char* swa = R"(
+name: swa_offload_log
+seed: 3
+model: {preset: gemma-3-27b}
+cache:
+  block_size: 16
+  num_gpu_blocks: 1500
+  offload: {num_cpu_blocks: 8000, pcie_gbytes_per_s: 2}
+scheduler: {max_num_batched_tokens: 2048, max_num_seqs: 16}
+workload:
+  kind: multi_turn
+  num_requests: 60
+  rate_per_s: 4
+  prompt_tokens: {dist: fixed, mean: 400}
+  output_tokens: {dist: fixed, mean: 40}
+  multi_turn: {turns: {dist: fixed, mean: 3}, think_time_s: 2.0}
+)";
+  for (const std::string sem : {"classic", "latest"}) {
+    INFO(sem);
+    auto e = Engine::Create(Load(swa, {"cache.vllm_semantics=" + sem}));
+    REQUIRE(e.ok());
+    std::vector<StepRecord> steps;
+    const StepRecordSink sink = [&](const StepRecord& r) { steps.push_back(r); };
+    e.value()->SetStepLog(&sink);
+    e.value()->Run();
+    int64_t with_loads = 0;
+    for (const StepRecord& r : steps) {
+      INFO("step " << r.step);
+      CHECK(r.waiting >= static_cast<int64_t>(r.loading.size()));
+      with_loads += r.loading.empty() ? 0 : 1;
+    }
+    CHECK(with_loads > 0);
+  }
+}
+
 // An empty tier (cpu_bytes 0: a sweep's baseline) changes nothing but the columns.
 TEST_CASE("engine: an empty CPU tier runs exactly as no tier") {
   auto a = RunScenario(Load(kDense));
