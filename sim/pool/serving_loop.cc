@@ -50,6 +50,9 @@ void ServingLoop::Admit(int i, LiveRequest* r, const std::vector<TokenId>& promp
   Member& m = *members_[static_cast<size_t>(i)];
   r->instance = i;
   m.core.inst().Admit(r, prompt);
+  // The CPU tier's protocol as kvsim schedule drives it: latest tracks a request from its
+  // arrival, not from its first lookup.
+  if (OffloadDriver* tier = m.core.mutable_offload()) tier->RequestAdded(*r);
   ++m.usage.requests;
 }
 
