@@ -49,9 +49,14 @@ double LogHistogram::BucketValue(int b) {
   return std::ldexp(1.0 + (m + 0.5) / (1 << kMantissaBits), e);
 }
 
+void LogHistogram::Grow(size_t buckets) { counts_.resize(buckets, 0); }
+
 void LogHistogram::Add(Tick v) {
+  // Called once per emitted token: the rare growth stays out of line, so the common path
+  // needs no saved registers.
   const int b = Bucket(v);
-  if (static_cast<size_t>(b) >= counts_.size()) counts_.resize(static_cast<size_t>(b) + 1, 0);
+  if (static_cast<size_t>(b) >= counts_.size()) [[unlikely]]
+    Grow(static_cast<size_t>(b) + 1);
   ++counts_[static_cast<size_t>(b)];
   sum_ += static_cast<double>(v);
   ++n_;

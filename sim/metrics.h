@@ -64,6 +64,7 @@ class LogHistogram {
  private:
   static int Bucket(Tick v);
   static double BucketValue(int b);
+  [[gnu::noinline, gnu::cold]] void Grow(size_t buckets);
   std::vector<int64_t> counts_;
   double sum_ = 0;
   int64_t n_ = 0;
