@@ -432,7 +432,11 @@ TEST_CASE("memory budget: vLLM's KV memory from gpu_memory_utilization, by hand"
   CHECK(VllmKvMemoryBudget(scout, in).rope_cache == 1342177280);
   in.tp = 1;
   ModelSpec nope = m.value();  // no rotary attention layer, nothing cached
-  nope.layers.assign(4, LayerSpec{.kind = LayerKind::kMla, .num_kv_heads = 1, .head_size = 576});
+  LayerSpec mla;
+  mla.kind = LayerKind::kMla;
+  mla.num_kv_heads = 1;
+  mla.head_size = 576;
+  nope.layers.assign(4, mla);
   CHECK(VllmKvMemoryBudget(nope, in).rope_cache == 0);
   // Numbers at int64's edge (a preset may say anything) saturate instead of overflowing.
   ModelSpec huge = m.value();
