@@ -486,6 +486,14 @@ int64_t NumEvictable(const BlockPool& pool, std::span<const BlockId> hit) {
   return evictable;
 }
 
+// One group: whether a block past the cached ones is full (within `computed` tokens) and held,
+// the only case in which caching has anything to do. Asked once per running request per step
+// (most decode steps: no), so no division and no virtual call.
+bool HasNewFullBlock(const GroupBlockTable& t, int64_t computed, int64_t block_size) {
+  return t.num_cached < static_cast<int64_t>(t.blocks.size()) &&
+         computed >= (t.num_cached + 1) * block_size;
+}
+
 }  // namespace
 
 bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
@@ -514,9 +522,9 @@ bool KvCacheManager::AllocateSlots(RequestHandle h, int64_t num_computed_tokens,
     if (slots <= held * B) {
       ++m.epoch;
       if (watermark_blocks > pool_.num_free_blocks() - reserved_blocks) return false;
-      // CacheBlocks' own test (a block past num_cached is full and held), without the call.
-      if (!delay_cache_blocks && config_.enable_caching && t.num_cached < held &&
-          std::min(covered, r.hasher.num_tokens()) >= (t.num_cached + 1) * B)
+      // CacheBlocks' own early-out, tested here to skip the call on most decode steps.
+      if (!delay_cache_blocks && config_.enable_caching &&
+          HasNewFullBlock(t, std::min(covered, r.hasher.num_tokens()), B))
         CacheBlocks(h, covered);
       return true;
     }
@@ -609,14 +617,7 @@ void KvCacheManager::CacheBlocks(RequestHandle h, int64_t num_tokens) {
   KVSIM_CHECK(r.live);
   const size_t ng = config_.groups.size();
   const int64_t computed = std::min(num_tokens, r.hasher.num_tokens());
-  if (ng == 1) {
-    // One group: nothing to do until a block past num_cached is full and held (most decode
-    // steps). Asked once per running request per step, so no division and no virtual call.
-    const GroupBlockTable& t = r.groups[0];
-    if (t.num_cached >= static_cast<int64_t>(t.blocks.size()) ||
-        computed < (t.num_cached + 1) * config_.groups[0].block_size)
-      return;
-  }
+  if (ng == 1 && !HasNewFullBlock(r.groups[0], computed, config_.groups[0].block_size)) return;
   // Several groups cache up to a scheduler-block boundary. [latest] With EAGLE each group
   // caches one block more when it has it: the block a dropping lookup peeks at (vLLM #44082).
   const int64_t aligned = ng > 1 ? computed / m.sched_block * m.sched_block : computed;
