@@ -18,8 +18,7 @@ int64_t Saturated(double bytes) {
   return static_cast<int64_t>(std::llround(std::clamp(bytes, -kLimit, kLimit)));
 }
 
-}  // namespace
-
+// positions × rotated dims × 2 bytes (0 for a model without rotary attention layers).
 double RopeCacheBytes(const ModelSpec& model) {
   const ModelCompute& mc = model.compute;
   const int64_t positions =
@@ -35,6 +34,8 @@ double RopeCacheBytes(const ModelSpec& model) {
   return static_cast<double>(std::max<int64_t>(0, positions)) *
          static_cast<double>(std::max<int64_t>(0, dims)) * kActivationBytes;
 }
+
+}  // namespace
 
 MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs& in) {
   MemoryBudget b;

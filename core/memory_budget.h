@@ -46,7 +46,4 @@ struct MemoryBudget {
 // The budget of one rank. A model without compute numbers (num_params 0) has no weights.
 MemoryBudget VllmKvMemoryBudget(const ModelSpec& model, const MemoryBudgetInputs& in);
 
-// positions × rotated dims × 2 bytes (0 for a model without rotary attention layers).
-double RopeCacheBytes(const ModelSpec& model);
-
 }  // namespace kvsim
