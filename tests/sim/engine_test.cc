@@ -308,11 +308,9 @@ workload:
   }
 }
 
-// kv-offload.md §9: a sliding-window hybrid keeps HMA on and offloads every group. On a
-// multi-turn stream whose GPU pool is too small to keep the history, later turns find it in
-// the tier; tokens and requests are conserved and the tier stays within its slots.
-TEST_CASE("engine with a CPU tier on a sliding-window hybrid: later turns hit the tier") {
-  const char* swa = R"(
+// A multi-turn stream on a sliding-window hybrid whose GPU pool is too small to keep the
+// history, with a CPU tier that can.
+constexpr const char* kSwaOffload = R"(
 name: swa_offload
 seed: 3
 model: {preset: gemma-3-27b}
@@ -329,9 +327,14 @@ workload:
   output_tokens: {dist: fixed, mean: 40}
   multi_turn: {turns: {dist: fixed, mean: 3}, think_time_s: 2.0}
 )";
+
+// kv-offload.md §9: a sliding-window hybrid keeps HMA on and offloads every group. On a
+// multi-turn stream whose GPU pool is too small to keep the history, later turns find it in
+// the tier; tokens and requests are conserved and the tier stays within its slots.
+TEST_CASE("engine with a CPU tier on a sliding-window hybrid: later turns hit the tier") {
   for (const std::string sem : {"classic", "latest"}) {
     INFO(sem);
-    auto e = RunScenario(Load(swa, {"cache.vllm_semantics=" + sem}));
+    auto e = RunScenario(Load(kSwaOffload, {"cache.vllm_semantics=" + sem}));
     const RunSummary s = e->Summary();
     CHECK(s.requests_finished == 60);
     CHECK(s.cpu_hit_tokens > 0);
@@ -349,26 +352,10 @@ workload:
 // set aside while the tier loads its blocks is waiting (it is in `loading`); `kvsim run
 // --step-log` used to count the WAITING queue only, as `kvsim schedule` did not.
 TEST_CASE("engine with a CPU tier: the step log's waiting count includes requests loading") {
-  const char* swa = R"(
-name: swa_offload_log
-seed: 3
-model: {preset: gemma-3-27b}
-cache:
-  block_size: 16
-  num_gpu_blocks: 1500
-  offload: {num_cpu_blocks: 8000, pcie_gbytes_per_s: 2}
-scheduler: {max_num_batched_tokens: 2048, max_num_seqs: 16}
-workload:
-  kind: multi_turn
-  num_requests: 60
-  rate_per_s: 4
-  prompt_tokens: {dist: fixed, mean: 400}
-  output_tokens: {dist: fixed, mean: 40}
-  multi_turn: {turns: {dist: fixed, mean: 3}, think_time_s: 2.0}
-)";
   for (const std::string sem : {"classic", "latest"}) {
     INFO(sem);
-    auto e = Engine::Create(Load(swa, {"cache.vllm_semantics=" + sem}));
+    auto e = Engine::Create(Load(
+        kSwaOffload, {"cache.vllm_semantics=" + sem, "cache.offload.pcie_gbytes_per_s=2"}));
     REQUIRE(e.ok());
     std::vector<StepRecord> steps;
     const StepRecordSink sink = [&](const StepRecord& r) { steps.push_back(r); };
