@@ -132,10 +132,10 @@ Status ClusterSim::Init() {
   return Status::Ok();
 }
 
-std::vector<BlockHash> ClusterSim::RouteHashes(const std::vector<TokenId>& prompt) const {
-  std::vector<BlockHash> h;
-  HashFullBlocks(kNoneHash, prompt, hash_block_, h);
-  return h;
+int ClusterSim::Route(Router& router, const std::vector<TokenId>& prompt, bool prefill) const {
+  std::vector<BlockHash> hashes;
+  if (router.reads_hashes()) HashFullBlocks(kNoneHash, prompt, hash_block_, hashes);
+  return router.Route(hashes, router.reads_loads() ? Loads(prefill) : std::vector<InstanceLoad>{});
 }
 
 std::vector<InstanceLoad> ClusterSim::Loads(bool prefill) const {
@@ -328,8 +328,7 @@ void ClusterSim::Arrived(RequestId id) {
     return;
   }
   const std::vector<TokenId>& prompt = loop_->PromptOf(spec);
-  const std::vector<BlockHash> hashes = RouteHashes(prompt);
-  const int p_local = prefill_router_->Route(hashes, Loads(true));
+  const int p_local = Route(*prefill_router_, prompt, /*prefill=*/true);
   rec.prefill_instance = p_local;
   const InstanceId p{p_local};  // the prefill pool comes first
   Instance& in = instance(p);
@@ -347,7 +346,7 @@ void ClusterSim::OnPrefillDone(InstanceId p, RequestId id) {
   rec.prefill_end = now();
   const RequestSpec& spec = loop_->spec(id);
   const std::vector<TokenId>& prompt = loop_->PromptOf(spec);
-  const int d_local = decode_router_->Route(RouteHashes(prompt), Loads(false));
+  const int d_local = Route(*decode_router_, prompt, /*prefill=*/false);
   const InstanceId d = DecodeInstance(d_local);
   rec.decode_instance = d_local;
   Instance& in = instance(d);

@@ -185,7 +185,9 @@ class ClusterSim final : Deployment, ExternalClock {
   void TraceRequests();
   void TraceNetwork();
   std::vector<InstanceLoad> Loads(bool prefill) const;
-  std::vector<BlockHash> RouteHashes(const std::vector<TokenId>& prompt) const;
+  // The instance of the prefill or decode pool `router` picks for `prompt`, given only what
+  // the router reads (its loads, the prompt's block hashes).
+  int Route(Router& router, const std::vector<TokenId>& prompt, bool prefill) const;
 
   Scenario sc_;
   ClusterSetup setup_;

@@ -17,10 +17,14 @@ int LeastLoaded(const std::vector<InstanceLoad>& loads) {
 
 }  // namespace
 
-int RoundRobinRouter::Route(std::span<const BlockHash>, const std::vector<InstanceLoad>& loads) {
-  KVSIM_CHECK(!loads.empty());
-  const int i = static_cast<int>(next_ % loads.size());
-  next_ = (next_ + 1) % loads.size();
+RoundRobinRouter::RoundRobinRouter(int num_instances)
+    : num_instances_(static_cast<size_t>(num_instances)) {
+  KVSIM_CHECK(num_instances > 0);
+}
+
+int RoundRobinRouter::Route(std::span<const BlockHash>, const std::vector<InstanceLoad>&) {
+  const int i = static_cast<int>(next_);
+  next_ = (next_ + 1) % num_instances_;
   return i;
 }
 
@@ -86,7 +90,7 @@ int PrefixAwareRouter::Route(std::span<const BlockHash> hashes,
 Result<std::unique_ptr<Router>> MakeRouter(const std::string& policy, int num_instances,
                                            int64_t prefix_capacity, int64_t max_imbalance) {
   std::unique_ptr<Router> r;
-  if (policy == "round_robin") r = std::make_unique<RoundRobinRouter>();
+  if (policy == "round_robin") r = std::make_unique<RoundRobinRouter>(num_instances);
   if (policy == "least_loaded") r = std::make_unique<LeastLoadedRouter>();
   if (policy == "prefix_aware") {
     r = std::make_unique<PrefixAwareRouter>(num_instances, prefix_capacity, max_imbalance);

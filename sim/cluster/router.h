@@ -35,17 +35,25 @@ struct InstanceLoad {
 class Router {
  public:
   virtual ~Router() = default;
-  // The chosen instance in [0, loads.size()). `hashes` may be empty.
+  // The chosen instance of the pool. `loads` has one entry per instance when reads_loads(),
+  // else it may be empty; `hashes` may be empty unless reads_hashes().
   virtual int Route(std::span<const BlockHash> hashes, const std::vector<InstanceLoad>& loads) = 0;
   virtual std::string_view name() const = 0;
+  // What Route looks at, so that the cluster computes only that: the loads walk every
+  // instance's queues, the hashes the whole prompt, once per routed request.
+  virtual bool reads_loads() const { return true; }
+  virtual bool reads_hashes() const { return false; }
 };
 
 class RoundRobinRouter final : public Router {
  public:
+  explicit RoundRobinRouter(int num_instances);
   int Route(std::span<const BlockHash> hashes, const std::vector<InstanceLoad>& loads) override;
   std::string_view name() const override { return "round_robin"; }
+  bool reads_loads() const override { return false; }
 
  private:
+  size_t num_instances_;
   size_t next_ = 0;
 };
 
@@ -62,6 +70,7 @@ class PrefixAwareRouter final : public Router {
   PrefixAwareRouter(int num_instances, int64_t capacity, int64_t max_imbalance);
   int Route(std::span<const BlockHash> hashes, const std::vector<InstanceLoad>& loads) override;
   std::string_view name() const override { return "prefix_aware"; }
+  bool reads_hashes() const override { return true; }
   // Leading hashes of `hashes` that instance `i` remembers.
   int64_t MatchLength(int i, std::span<const BlockHash> hashes) const;
 

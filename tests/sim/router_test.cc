@@ -7,12 +7,19 @@
 namespace kvsim {
 namespace {
 
-TEST_CASE("router: round robin cycles") {
-  RoundRobinRouter r;
-  std::vector<InstanceLoad> loads(3);
+TEST_CASE("router: round robin cycles, without loads or hashes") {
+  RoundRobinRouter r(3);
   std::vector<int> got;
-  for (int i = 0; i < 7; ++i) got.push_back(r.Route({}, loads));
+  for (int i = 0; i < 7; ++i) got.push_back(r.Route({}, {}));
   CHECK(got == std::vector<int>{0, 1, 2, 0, 1, 2, 0});
+  // The cluster computes neither for it; least_loaded reads loads, prefix_aware both.
+  CHECK_FALSE(r.reads_loads());
+  CHECK_FALSE(r.reads_hashes());
+  CHECK(LeastLoadedRouter().reads_loads());
+  CHECK_FALSE(LeastLoadedRouter().reads_hashes());
+  const PrefixAwareRouter p(2, 10, 0);
+  CHECK(p.reads_loads());
+  CHECK(p.reads_hashes());
 }
 
 TEST_CASE("router: least loaded, lowest index on ties") {
