@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/int_math.h"
 #include "core/vllm_semantics.h"
 #include "sim/instance/instance_core.h"
 
@@ -83,12 +84,18 @@ std::string Where(const StepClockConfig& config, const StepRequest* req) {
 
 // Why the head of WAITING (the one the waiting pass considers first) can never be scheduled,
 // naming its line in config.source.
+// The tokens of one block of the first KV group, as the messages below report it (0: no
+// group).
+int64_t FirstBlockSize(const StepClockConfig& config) {
+  return config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size;
+}
+
 Status NeverScheduled(const std::vector<StepRequest>& requests, const StepClockConfig& config,
                       const EngineInstance& inst, int64_t step) {
   const std::deque<SimRequest*>* queue = inst.state().NextWaitingQueue(config.sched.policy);
   const SimRequest* head = queue != nullptr ? queue->front() : nullptr;
   const StepRequest* req = head ? &requests[static_cast<size_t>(head->id.value())] : nullptr;
-  const int64_t block = config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size;
+  const int64_t block = FirstBlockSize(config);
   const int64_t tokens = head ? head->num_tokens : 0;
   // Blocks held while nothing runs belong to requests waiting behind the head (loaded from
   // the CPU tier, not yet promoted): the head can never get them back.
@@ -98,7 +105,7 @@ Status NeverScheduled(const std::vector<StepRequest>& requests, const StepClockC
       fmt::format("{}request '{}' can never be scheduled (at step {}: {} tokens need {} "
                   "blocks of {} tokens; {} usable blocks{}, token budget {})",
                   Where(config, req), req ? req->id : "?", step, tokens,
-                  block > 0 ? (tokens + block - 1) / block : 0, block, config.kv.num_blocks - 1,
+                  block > 0 ? CeilDiv(tokens, block) : 0, block, config.kv.num_blocks - 1,
                   held > 0 ? fmt::format(" of which {} held by requests waiting behind it", held)
                            : std::string(),
                   config.sched.max_num_batched_tokens));
@@ -128,8 +135,7 @@ Status NoProgress(const std::vector<StepRequest>& requests, const StepClockConfi
                   "a cycle vLLM would repeat too: preempted by itself over and over, or a "
                   "prompt loaded whole from the CPU tier and looked up again",
                   Where(config, &req), steps, req.id, worst->num_preemptions, worst->num_tokens,
-                  config.kv.num_blocks - 1,
-                  config.kv.groups.empty() ? 0 : config.kv.groups[0].block_size,
+                  config.kv.num_blocks - 1, FirstBlockSize(config),
                   config.sched.max_num_batched_tokens));
 }
 
