@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "core/cost_model.h"
 #include "core/kv_cache_manager.h"
@@ -35,14 +33,6 @@ class ClusterSim::Instance {
   int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0, step_chunks = 0;  // trace
 };
 
-struct ClusterSim::Transfer {
-  InstanceId p{-1};  // prefill instance
-  InstanceId d{-1};  // decode instance
-  KvTransferCost cost;
-  Tick post_end = 0;  // overlap mode: the wire may not finish before posting does
-  int64_t flow = -1;
-};
-
 namespace {
 
 // Trace processes: 1 the network, 2 the requests (TraceRecorder's), 3.. the instances.
@@ -66,7 +56,7 @@ Result<std::unique_ptr<ClusterSim>> ClusterSim::Create(const Scenario& sc,
 }
 
 ClusterSim::ClusterSim(const Scenario& sc, std::unique_ptr<IWorkload> workload)
-    : sc_(sc), net_({}) {
+    : sc_(sc) {
   workload_desc_ = workload->Describe();
   loop_ = std::make_unique<ServingLoop>(std::move(workload), StopTick(sc_.sim.run.max_sim_seconds));
   loop_->SetDeployment(this);
@@ -82,8 +72,9 @@ Status ClusterSim::Init() {
   if (!setup.ok()) return setup.status();
   setup_ = std::move(setup.value());
   sc_.tree = ConfigNode();  // the parsed structs (and each pool's own scenario) are all it needs
-  net_ = FlowNetwork(setup_.topology.ResourceCapacities());
   const ClusterConfig& cc = sc_.cluster;
+  transfers_ = std::make_unique<PdTransfers>(setup_, cc.transfer.time,
+                                             cc.transfer.flow_rate_cap_gbytes_per_s);
   // Each instance has its own draft acceptance stream.
   auto build = [&](const Scenario& pool, const KvCachePlan& plan, InstanceRole role, int64_t count,
                    const char* where) -> Status {
@@ -128,7 +119,6 @@ Status ClusterSim::Init() {
   if (!dr.ok()) return dr.status();
   prefill_router_ = std::move(pr.value());
   decode_router_ = std::move(dr.value());
-  flow_cap_ = cc.transfer.flow_rate_cap_gbytes_per_s;
   return Status::Ok();
 }
 
@@ -171,19 +161,12 @@ void ClusterSim::Run() {
   if (trace_) TraceRequests();
 }
 
-std::optional<Tick> ClusterSim::NextCompletion() const {
-  const auto flow = net_.NextCompletion();
-  if (!flow) return std::nullopt;
-  return flow->first;
-}
+std::optional<Tick> ClusterSim::NextCompletion() const { return transfers_->NextCompletion(); }
 
-void ClusterSim::AdvanceTo(Tick now) { net_.AdvanceTo(now); }
+void ClusterSim::AdvanceTo(Tick now) { transfers_->AdvanceTo(now); }
 
 void ClusterSim::Fire() {
-  for (int64_t f : net_.Finished()) {
-    net_.Remove(f);
-    OnWireEnd(f);
-  }
+  for (int64_t f : transfers_->Finished()) OnWireEnd(transfers_->Deliver(f));
 }
 
 void ClusterSim::RequestEvent(EventKind kind, RequestId id) {
@@ -261,7 +244,7 @@ void ClusterSim::StepOutputs(int i, const std::vector<SimRequest*>& finished) {
 
 void ClusterSim::TraceNetwork() {
   if (!trace_) return;
-  trace_->Counter(now(), "transfers_on_wire", static_cast<double>(flow_to_request_.size()),
+  trace_->Counter(now(), "transfers_on_wire", static_cast<double>(transfers_->on_wire()),
                   kNetworkPid);
 }
 
@@ -358,9 +341,7 @@ void ClusterSim::OnPrefillDone(InstanceId p, RequestId id) {
   loop_->Admit(d.value(), lv.get(), prompt);  // waits for blocks to receive into
   in.live[id] = std::move(lv);
   in.inbound_tokens += rec.prompt_tokens;
-  Transfer& t = transfers_[id];
-  t.p = p;
-  t.d = d;
+  transfers_->Expect(id, p.value(), d_local);
   TryReserve(d);
 }
 
@@ -373,62 +354,43 @@ void ClusterSim::TryReserve(InstanceId d) {
     PdRecord& rec = record_of(id);
     rec.reserved = now();
     rec.decode_hit_tokens = hit_tokens;
-    Transfer& t = transfers_.at(id);
-    t.cost = setup_.transfer.ForRequest(hit_tokens, n);
+    const PdTransfers::Reservation t = transfers_->Reserve(id, hit_tokens, n, now());
     ++rec.transfers;
     rec.transfer_tokens = t.cost.tokens;
     rec.descriptors = t.cost.descriptors;
     rec.bytes = t.cost.bytes;
     rec.save_relayout_bytes = t.cost.save_relayout_bytes;
     rec.receive_relayout_bytes = t.cost.receive_relayout_bytes;
-    const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
-    const Tick save = tm.SaveRelayoutNs(t.cost);
-    const Tick post = tm.PostingNs(t.cost);
-    t.post_end = now() + save + post;
-    loop_->PushRequestEvent(tm.overlap_posting ? now() + save : t.post_end, EventKind::kWireStart,
-                            id);
+    loop_->PushRequestEvent(t.wire_start, EventKind::kWireStart, id);
   }
 }
 
 void ClusterSim::OnWireStart(RequestId id) {
-  Transfer& t = transfers_.at(id);
-  PdRecord& rec = record_of(id);
-  rec.wire_start = now();
-  const TopoPath& path = setup_.path(t.p.value(), DecodeLocal(t.d));
-  const double cap = flow_cap_ > 0 ? flow_cap_ : std::numeric_limits<double>::infinity();
-  t.flow = net_.Add(path.resources, static_cast<double>(t.cost.bytes), now(), cap);
-  flow_to_request_[t.flow] = id;
+  record_of(id).wire_start = now();
+  transfers_->StartWire(id, now());
   TraceNetwork();
 }
 
-void ClusterSim::OnWireEnd(int64_t flow) {
-  const RequestId id = flow_to_request_.at(flow);
-  flow_to_request_.erase(flow);
+void ClusterSim::OnWireEnd(RequestId id) {
   TraceNetwork();
-  Transfer& t = transfers_.at(id);
-  PdRecord& rec = record_of(id);
-  rec.wire_end = now();
+  record_of(id).wire_end = now();
   // The decoder has read the blocks: the prefill instance frees them (they stay cached).
-  Instance& p = instance(t.p);
-  p.core.inst().Release(&p.live_of(id));
-  p.live.erase(id);
-  loop_->RequestSchedule(t.p.value());
-  const TopoPath& path = setup_.path(t.p.value(), DecodeLocal(t.d));
-  const KvTransferTimeModel& tm = sc_.cluster.transfer.time;
-  const Tick delivered = std::max(now(), tm.overlap_posting ? t.post_end : now());
-  loop_->PushRequestEvent(delivered + path.latency_ns + tm.ReceiveRelayoutNs(t.cost),
-                          EventKind::kKvReady, id);
+  const InstanceId p{transfers_->prefill_of(id)};  // the prefill pool comes first
+  Instance& in = instance(p);
+  in.core.inst().Release(&in.live_of(id));
+  in.live.erase(id);
+  loop_->RequestSchedule(p.value());
+  loop_->PushRequestEvent(transfers_->UsableAt(id, now()), EventKind::kKvReady, id);
 }
 
 void ClusterSim::OnKvReady(RequestId id) {
-  // A copy of the decode instance: the transfer's entry is erased below, before it is used.
-  const InstanceId d = transfers_.at(id).d;
+  const InstanceId d = DecodeInstance(transfers_->decode_of(id));
+  transfers_->Forget(id);
   PdRecord& rec = record_of(id);
   rec.kv_ready = now();
   Instance& in = instance(d);
   in.inbound_tokens -= rec.prompt_tokens;
   in.core.inst().ResumeWithKv(&in.live_of(id));
-  transfers_.erase(id);
   loop_->RequestSchedule(d.value());
 }
 
@@ -449,7 +411,7 @@ void ClusterSim::Reject(RequestId id) {
 
 void ClusterSim::CheckInvariants() const {
   for (const auto& in : inst_) in->core.inst().kv().CheckInvariants();
-  net_.CheckInvariants();
+  transfers_->network().CheckInvariants();
   for (const PdRecord& r : records_) {
     KVSIM_CHECK(r.transfers <= 1);
     if (r.finish >= 0) KVSIM_CHECK(r.transfers == 1);
@@ -529,7 +491,7 @@ ClusterSummary ClusterSim::Summary() const {
                       ? static_cast<double>(ps.hit_tokens) / static_cast<double>(ps.query_tokens)
                       : 0.0;
   }
-  const auto& carried = net_.carried_bytes();
+  const auto& carried = transfers_->network().carried_bytes();
   for (int r = 0; r < setup_.topology.num_resources(); ++r) {
     const double b = carried[static_cast<size_t>(r)];
     if (b <= 0) continue;

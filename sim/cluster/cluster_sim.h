@@ -20,8 +20,9 @@
 // decode): the scheduler (sim/scheduler) over its own KvCacheManager (core) with the pool's
 // plan, priced by the pool's CostModel. The ServingLoop (sim/pool/serving_loop.h) runs the
 // clock, the workload and the instances' step cycles over two pools; ClusterSim is its
-// deployment (what a request does between the pools: routers, transfers, records) and its
-// external clock (the flow network). Everything is deterministic for a scenario + seed.
+// deployment (what a request does between the pools: routers, records) and its external
+// clock, through PdTransfers (sim/cluster/pd_transfers.h: each transfer's price and its flow
+// on the network). Everything is deterministic for a scenario + seed.
 // Deviations from vLLM, on purpose: decode-side blocks are reserved outside the scheduler's
 // token budget (vLLM admits WAITING_FOR_REMOTE_KVS requests through the waiting queue) and
 // cached at reservation, not after the load; save-side re-layout does not contend with the
@@ -38,7 +39,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "sim/cluster/cluster_setup.h"
-#include "sim/cluster/flow_network.h"
+#include "sim/cluster/pd_transfers.h"
 #include "sim/cluster/router.h"
 #include "sim/event.h"
 #include "sim/instance/step_log_io.h"
@@ -143,7 +144,6 @@ class ClusterSim final : Deployment, ExternalClock {
 
  private:
   class Instance;
-  struct Transfer;
 
   ClusterSim(const Scenario& sc, std::unique_ptr<IWorkload> workload);
   // Builds the setup, the pools' instances and the routers from the scenario.
@@ -168,7 +168,7 @@ class ClusterSim final : Deployment, ExternalClock {
   void OnPrefillDone(InstanceId p, RequestId id);
   void TryReserve(InstanceId d);
   void OnWireStart(RequestId id);
-  void OnWireEnd(int64_t flow);
+  void OnWireEnd(RequestId id);
   void OnKvReady(RequestId id);
   void OnFinished(InstanceId d, RequestId id, int64_t outputs);
   void Reject(RequestId id);
@@ -179,9 +179,8 @@ class ClusterSim final : Deployment, ExternalClock {
     if (i >= records_.size()) records_.resize(i + 1);
   }
   Instance& instance(InstanceId i) { return *inst_[static_cast<size_t>(i.value())]; }
-  // A decode instance's global id from its index in the decode pool, and back.
+  // A decode instance's global id from its index in the decode pool.
   InstanceId DecodeInstance(int local) const { return InstanceId{num_prefill_ + local}; }
-  int DecodeLocal(InstanceId d) const { return d.value() - num_prefill_; }
   void TraceRequests();
   void TraceNetwork();
   std::vector<InstanceLoad> Loads(bool prefill) const;
@@ -198,13 +197,10 @@ class ClusterSim final : Deployment, ExternalClock {
   int num_prefill_ = 0;
   std::unique_ptr<Router> prefill_router_;
   std::unique_ptr<Router> decode_router_;
-  FlowNetwork net_;
-  std::map<RequestId, Transfer> transfers_;  // by request id
-  std::map<int64_t, RequestId> flow_to_request_;
+  std::unique_ptr<PdTransfers> transfers_;  // the KV between the pools, and the network
   std::vector<PdRecord> records_;  // by request id (ids are dense from 0)
   LogHistogram itl_;  // decode emissions, as Metrics::Emission records them
   int64_t hash_block_ = 16;
-  double flow_cap_ = 0;  // bytes per ns; 0 = none
   TraceRecorder* trace_ = nullptr;
 };
 
