@@ -14,25 +14,6 @@
 
 namespace kvsim {
 
-// What the cluster keeps beside one instance of a pool (the instance itself, an InstanceCore,
-// is the ServingLoop's): the requests it holds and its counters.
-class ClusterSim::Instance {
- public:
-  Instance(InstanceCore& c, int pool_index) : core(c), index(pool_index) {}
-
-  bool prefill() const { return core.inst().role() == InstanceRole::kPrefill; }
-  const SchedulerState& state() const { return core.inst().state(); }
-  LiveRequest& live_of(RequestId id) { return *live.at(id); }
-
-  InstanceCore& core;
-  const int index;
-  Tick step_start = 0;
-  std::map<RequestId, std::unique_ptr<LiveRequest>> live;
-  int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
-  int64_t cpu_hit_tokens = 0;  // first admissions' CPU-tier hits
-  int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0, step_chunks = 0;  // trace
-};
-
 namespace {
 
 // Trace processes: 1 the network, 2 the requests (TraceRecorder's), 3.. the instances.
@@ -261,41 +242,6 @@ void ClusterSim::SetTrace(TraceRecorder* trace) {
 
 void ClusterSim::SetStepLog(const StepRecordSink* sink) { loop_->SetStepLog(sink); }
 
-// Request phases come from the records once the run is over: every boundary is known then,
-// and the phases of one request nest properly (wait for blocks and wire inside transfer).
-void ClusterSim::TraceRequests() {
-  for (const PdRecord& r : records_) {
-    if (!r.arrived || !trace_->keeps(r.id)) continue;
-    if (r.rejected) {
-      trace_->RequestInstant(r.id, "rejected", r.arrival);
-      continue;
-    }
-    const std::string p = fmt::format(R"("prefill_instance":{})", r.prefill_instance);
-    if (r.first_scheduled >= 0) trace_->RequestPhase(r.id, "queued", r.arrival, r.first_scheduled);
-    if (r.prefill_end >= 0) {
-      trace_->RequestPhase(r.id, "prefill", r.first_scheduled, r.prefill_end,
-                           fmt::format(R"({},"hit_tokens":{})", p, r.cached_tokens));
-    }
-    if (r.kv_ready >= 0) {
-      trace_->RequestPhase(
-          r.id, "transfer", r.prefill_end, r.kv_ready,
-          fmt::format(R"({},"decode_instance":{},"tokens":{},"bytes":{},"descriptors":{})", p,
-                      r.decode_instance, r.transfer_tokens, r.bytes, r.descriptors));
-      if (r.reserved > r.prefill_end) {
-        trace_->RequestPhase(r.id, "wait_decode_blocks", r.prefill_end, r.reserved);
-      }
-      trace_->RequestPhase(r.id, "wire", r.wire_start, r.wire_end);
-    }
-    if (r.first_token >= 0) {
-      trace_->RequestPhase(r.id, "first_decode", r.kv_ready, r.first_token,
-                           fmt::format(R"("decode_instance":{})", r.decode_instance));
-    }
-    if (r.finish >= 0 && r.finish > r.first_token) {
-      trace_->RequestPhase(r.id, "decode", r.first_token, r.finish);
-    }
-  }
-}
-
 void ClusterSim::Arrived(RequestId id) {
   const RequestSpec& spec = loop_->spec(id);
   GrowRecords(id);
@@ -416,93 +362,6 @@ void ClusterSim::CheckInvariants() const {
     KVSIM_CHECK(r.transfers <= 1);
     if (r.finish >= 0) KVSIM_CHECK(r.transfers == 1);
   }
-}
-
-ClusterSummary ClusterSim::Summary() const {
-  ClusterSummary s;
-  // What every deployment reports (the one summarizer), then the P/D parts of TTFT and the
-  // transfers.
-  RequestSummarizer summarizer;
-  std::vector<double> prefill, transfer, first, wire;
-  for (const PdRecord& r : records_) {
-    summarizer.Add(r);
-    if (!r.arrived || r.rejected) continue;
-    if (r.transfers > 0) {
-      ++s.transferred_requests;
-      s.bytes += r.bytes;
-      s.descriptors += r.descriptors;
-      s.save_relayout_bytes += r.save_relayout_bytes;
-      s.receive_relayout_bytes += r.receive_relayout_bytes;
-      s.decode_hit_tokens += r.decode_hit_tokens;
-    }
-    if (r.finish < 0) continue;
-    prefill.push_back(TicksToMs(r.prefill_end - r.first_scheduled));
-    transfer.push_back(TicksToMs(r.kv_ready - r.prefill_end));
-    first.push_back(TicksToMs(r.first_token - r.kv_ready));
-    wire.push_back(TicksToMs(r.wire_end - r.wire_start));
-  }
-  const RequestSummary rs = summarizer.Finish(now());
-  s.arrived = rs.arrived;
-  s.finished = rs.finished;
-  s.rejected = rs.rejected;
-  s.unfinished = rs.unfinished;
-  const Tick span = rs.span;
-  s.makespan_s = rs.makespan_s;
-  s.ttft = rs.ttft_ms;
-  s.queue = rs.queue_ms;
-  s.tpot = rs.tpot_ms;
-  s.e2e = rs.e2e_ms;
-  s.prefill = ExactPercentiles(prefill);
-  s.transfer = ExactPercentiles(transfer);
-  s.first_decode = ExactPercentiles(first);
-  s.wire = ExactPercentiles(wire);
-  s.output_throughput = static_cast<double>(rs.output_tokens) / s.makespan_s;
-  const Percentiles itl = itl_.Summarize();  // in ticks; as ms, as Metrics::Summarize
-  s.itl = {itl.mean / 1e6, itl.p50 / 1e6, itl.p90 / 1e6, itl.p99 / 1e6, itl.max / 1e6, itl.count};
-  for (int role = 0; role < 2; ++role) {
-    PoolSummary& ps = role == 0 ? s.prefill_pool : s.decode_pool;
-    ps.role = role == 0 ? "prefill" : "decode";
-    for (size_t k = 0; k < inst_.size(); ++k) {
-      const Instance* in = inst_[k].get();
-      if (in->prefill() != (role == 0)) continue;
-      const InstanceUsage& u = loop_->usage(static_cast<int>(k));
-      ps.kv_usage_mean.push_back(u.area / static_cast<double>(span));
-      ps.kv_usage_max.push_back(u.max);
-      ps.requests.push_back(u.requests);
-      const PrefixCacheStats& st = in->core.inst().kv().stats();
-      ps.lookups += st.requests;
-      ps.query_tokens += st.query_tokens;
-      ps.hit_tokens += st.hit_tokens;
-      ps.steps += in->core.steps();
-      ps.preemptions += in->core.preemptions();
-      ps.spec_drafts += in->core.inst().drafts_scheduled();
-      ps.spec_accepted += in->core.inst().drafts_accepted();
-      if (const OffloadDriver* off = in->core.offload()) {
-        ps.has_cpu_tier = true;
-        ps.cpu_hit_tokens += in->cpu_hit_tokens;
-        ps.cpu_bytes_loaded += off->blocks_loaded() * in->core.offload_block_bytes();
-        ps.cpu_bytes_stored += off->blocks_stored() * in->core.offload_block_bytes();
-      }
-    }
-    ps.spec_acceptance = ps.spec_drafts > 0 ? static_cast<double>(ps.spec_accepted) /
-                                                  static_cast<double>(ps.spec_drafts)
-                                            : 0.0;
-    ps.hit_rate = ps.query_tokens > 0
-                      ? static_cast<double>(ps.hit_tokens) / static_cast<double>(ps.query_tokens)
-                      : 0.0;
-  }
-  const auto& carried = transfers_->network().carried_bytes();
-  for (int r = 0; r < setup_.topology.num_resources(); ++r) {
-    const double b = carried[static_cast<size_t>(r)];
-    if (b <= 0) continue;
-    const double cap = setup_.topology.link(r / 2).bytes_per_ns;
-    s.links.push_back(
-        {setup_.topology.ResourceName(r), cap, b, b / (cap * static_cast<double>(span))});
-  }
-  std::stable_sort(s.links.begin(), s.links.end(), [](const LinkSummary& a, const LinkSummary& b) {
-    return a.utilisation > b.utilisation;
-  });
-  return s;
 }
 
 }  // namespace kvsim

@@ -42,6 +42,7 @@
 #include "sim/cluster/pd_transfers.h"
 #include "sim/cluster/router.h"
 #include "sim/event.h"
+#include "sim/instance/instance_core.h"
 #include "sim/instance/step_log_io.h"
 #include "sim/metrics.h"
 #include "sim/pool/serving_loop.h"
@@ -202,6 +203,25 @@ class ClusterSim final : Deployment, ExternalClock {
   LogHistogram itl_;  // decode emissions, as Metrics::Emission records them
   int64_t hash_block_ = 16;
   TraceRecorder* trace_ = nullptr;
+};
+
+// What the cluster keeps beside one instance of a pool (the instance itself, an InstanceCore,
+// is the ServingLoop's): the requests it holds and its counters.
+class ClusterSim::Instance {
+ public:
+  Instance(InstanceCore& c, int pool_index) : core(c), index(pool_index) {}
+
+  bool prefill() const { return core.inst().role() == InstanceRole::kPrefill; }
+  const SchedulerState& state() const { return core.inst().state(); }
+  LiveRequest& live_of(RequestId id) { return *live.at(id); }
+
+  InstanceCore& core;
+  const int index;
+  Tick step_start = 0;
+  std::map<RequestId, std::unique_ptr<LiveRequest>> live;
+  int64_t inbound_tokens = 0;  // decode: prompt tokens admitted whose KV is not usable yet
+  int64_t cpu_hit_tokens = 0;  // first admissions' CPU-tier hits
+  int64_t step_tokens = 0, step_admitted = 0, step_preempted = 0, step_chunks = 0;  // trace
 };
 
 nlohmann::json ClusterSummaryToJson(const ClusterSummary& s);
