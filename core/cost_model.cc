@@ -184,9 +184,11 @@ CostModel::CostModel(const ModelSpec& model, const KvCachePlan& plan, const Hard
   }
   if (proj_layers > 0) {
     linears_.push_back({"qkv", static_cast<double>(proj_layers),
-                        qkv_n_sum / static_cast<double>(proj_layers), hidden_, false});
+                        qkv_n_sum / static_cast<double>(proj_layers), hidden_, false,
+                        mc.attention_16bit});
     linears_.push_back({"o", static_cast<double>(proj_layers), hidden_,
-                        o_k_sum / static_cast<double>(proj_layers), false});
+                        o_k_sum / static_cast<double>(proj_layers), false,
+                        mc.attention_16bit});
   }
   if (mlp_width > 0) {
     linears_.push_back({"gate_up", layers, 2.0 * mlp_width / tp_, hidden_, false});

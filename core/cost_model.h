@@ -211,7 +211,8 @@ class CostModel {
     double k = 0;
     bool per_sequence = false;  // M = sequences (LM head) instead of tokens
     // Kept in 16 bits when the other weights are narrower: quantized checkpoints (compressed-
-    // tensors, ModelOpt, AWQ/GPTQ) leave the LM head and the MoE router out of quantization.
+    // tensors, ModelOpt, AWQ/GPTQ) leave the LM head and the MoE router out of quantization,
+    // and some their attention projections too (`compute.attention_16bit`).
     bool sixteen_bit = false;
   };
   const std::vector<Linear>& linears() const { return linears_; }

@@ -94,6 +94,9 @@ struct ModelCompute {
   // Parameters a quantized checkpoint keeps in 16 bits besides its embedding and LM head (its
   // quantization ignore list: attention projections, routers, a vision tower).
   int64_t num_params_16bit = 0;
+  // The checkpoint keeps its attention projections (QKV and O) in 16 bits (its ignore list
+  // names self_attn): the step-time model reads and multiplies them as bf16, not fp8.
+  bool attention_16bit = false;
   // The positions vLLM's rotary embedding caches cos/sin for: config.json's
   // max_position_embeddings, which a served max_model_len does not shorten (0: max_model_len).
   int64_t max_position_embeddings = 0;

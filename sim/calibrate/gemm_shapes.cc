@@ -130,7 +130,8 @@ Result<std::vector<GemmShape>> ModelGemmShapes(const ModelSpec& model, const KvC
     for (int64_t t : tokens) {
       if (t < 1) return Status::Error("bad_tokens", fmt::format("token count {} < 1", t));
       for (const CostModel::Linear& l : cm.linears()) {
-        // The LM head and the router stay 16-bit in a quantized checkpoint (core/cost_model.h).
+        // What a quantized checkpoint keeps in 16 bits (the LM head, the router, and the
+        // attention with attention_16bit) is measured in bf16 only (core/cost_model.h).
         if (l.sixteen_bit && dt != DType::kBFloat16) continue;
         GemmShape s;
         s.name = l.name;

@@ -166,6 +166,7 @@ struct Model {
   std::string dtype = "bf16";     // weights
   std::string kv_dtype = "auto";  // the KV cache's dtype when it is not the weights'
   std::string name_note;          // appended to the name when a fact is not modelled
+  bool attention_16bit = false;   // the quantization leaves self_attn in 16 bits
   int64_t max_model_len = 0;
   std::vector<Layer> layers;
   std::vector<Layer> mtp_layers;  // the checkpoint's MTP drafter, when it has one
@@ -194,9 +195,26 @@ std::string TorchDtype(const Cfg& top, const Cfg& text) {
   return "bf16";
 }
 
+// Whether a quantization config's list of modules it leaves unquantized (compressed-tensors
+// `ignore`, ModelOpt `exclude_modules`, fp8 `ignored_layers` / `modules_to_not_convert`) names
+// the attention projections, by module name or by a pattern over `self_attn`.
+bool IgnoresSelfAttention(const Cfg& q) {
+  for (const char* key : {"ignore", "exclude_modules", "ignored_layers", "modules_to_not_convert"}) {
+    const Json* list = q.Find(key);
+    if (!list || !list->is_array()) continue;
+    for (const Json& e : *list) {
+      if (e.is_string() && e.get<std::string>().find("self_attn") != std::string::npos) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 void ApplyQuantization(const Cfg& top, Model& m) {
   const Cfg q = top.Sub("quantization_config");
   if (!q.present()) return;
+  m.attention_16bit = IgnoresSelfAttention(q);
   const std::string method = q.StringOr("quant_method", "");
   const std::string torch = m.dtype;
   if (method == "fp8") {
@@ -736,6 +754,7 @@ ConfigNode ModelNode(const Model& m, const std::string& name, const SourcePos& p
     c.Set("num_experts", num(m.experts), pos);
     c.Set("num_experts_per_token", num(m.top_k), pos);
   }
+  if (m.attention_16bit) c.Set("attention_16bit", Scalar("true", pos), pos);
   out.Set("compute", std::move(c), pos);
   return out;
 }

@@ -320,6 +320,10 @@ ModelSpec ParseModelBody(ConfigReader& r, bool is_draft) {
             "parameters a quantized (fp8) checkpoint keeps in 16 bits besides the embedding and "
             "LM head (its quantization ignore list)",
             0);
+  m.compute.attention_16bit =
+      c.Bool("attention_16bit", false,
+             "a quantized checkpoint keeps the attention projections (QKV, O) in 16 bits (its "
+             "ignore list names self_attn)");
   m.compute.max_position_embeddings =
       c.Int("max_position_embeddings", 0,
             "positions vLLM's rotary embedding caches cos/sin for (config.json's "

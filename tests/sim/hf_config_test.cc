@@ -294,6 +294,20 @@ TEST_CASE("hf_config: quantized weights keep the KV cache in the torch dtype") {
   REQUIRE(kv8.ok());
   CHECK(kv8->Find("dtype")->scalar == "fp8");
   CHECK(kv8->Find("layers")->seq[0].Find("dtype")->scalar == "fp8");
+  // Its ignore list does not name the attention, so no 16-bit attention key.
+  CHECK(kv8->Find("compute")->Find("attention_16bit") == nullptr);
+  // An ignore list that names self_attn (llm-compressor's Llama-4 recipe) keeps the
+  // attention projections in 16 bits.
+  auto ignored = HfConfigToModelTree(
+      R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+          "num_attention_heads": 4, "num_hidden_layers": 1, "max_position_embeddings": 64,
+          "vocab_size": 10, "torch_dtype": "bfloat16", "quantization_config": {
+          "quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights":
+          {"num_bits": 8, "type": "float"}}}, "ignore": ["lm_head", "re:.*self_attn.*"]}})",
+      "ignored/config.json", {});
+  REQUIRE(ignored.ok());
+  REQUIRE(ignored->Find("compute")->Find("attention_16bit") != nullptr);
+  CHECK(ignored->Find("compute")->Find("attention_16bit")->scalar == "true");
   // A Qwen3.5 config's mamba_ssm_dtype float32 reaches the SSM state.
   CHECK(HfModel("qwen3.5-35b-a3b").layers[0].mamba.ssm_dtype == DType::kFloat32);
 }
