@@ -214,7 +214,6 @@ bool IgnoresSelfAttention(const Cfg& q) {
 void ApplyQuantization(const Cfg& top, Model& m) {
   const Cfg q = top.Sub("quantization_config");
   if (!q.present()) return;
-  m.attention_16bit = IgnoresSelfAttention(q);
   const std::string method = q.StringOr("quant_method", "");
   const std::string torch = m.dtype;
   if (method == "fp8") {
@@ -263,6 +262,9 @@ void ApplyQuantization(const Cfg& top, Model& m) {
   }
   // With the weights quantized, `auto` KV stays in the checkpoint's torch dtype.
   if (m.kv_dtype == "auto" && m.dtype != torch) m.kv_dtype = torch;
+  // Only where kvsim prices the weights below 16 bits does a 16-bit attention differ (gpt-oss's
+  // mxfp4 experts are priced as bf16 already).
+  m.attention_16bit = m.dtype != torch && IgnoresSelfAttention(q);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -754,7 +756,19 @@ ConfigNode ModelNode(const Model& m, const std::string& name, const SourcePos& p
     c.Set("num_experts", num(m.experts), pos);
     c.Set("num_experts_per_token", num(m.top_k), pos);
   }
-  if (m.attention_16bit) c.Set("attention_16bit", Scalar("true", pos), pos);
+  if (m.attention_16bit) {
+    c.Set("attention_16bit", Scalar("true", pos), pos);
+    // What the KV budget then counts at 16 bits: the attention layers' QKV and O projections
+    // (a vision tower or routers the list also names are not in the text config's shape).
+    int64_t attention = 0;
+    for (const Layer& l : m.layers) {
+      if (l.type != "full_attention" && l.type != "sliding_window" && l.type != "chunked_local")
+        continue;
+      attention += m.hidden * (m.heads + 2 * l.num_kv_heads) * l.head_size +
+                   m.heads * l.head_size * m.hidden;
+    }
+    c.Set("num_params_16bit", num(attention), pos);
+  }
   out.Set("compute", std::move(c), pos);
   return out;
 }

@@ -109,6 +109,7 @@ TEST_CASE("hf_config: every shipped preset's config builds the preset's layers a
     CHECK(h.compute.hidden_size == p.compute.hidden_size);
     CHECK(h.compute.num_attention_heads == p.compute.num_attention_heads);
     CHECK(h.compute.vocab_size == p.compute.vocab_size);
+    CHECK(h.compute.attention_16bit == p.compute.attention_16bit);
     // A preset that leaves the MLP width out (0) has nothing to compare.
     if (p.compute.intermediate_size != 0) {
       CHECK(h.compute.intermediate_size == p.compute.intermediate_size);
@@ -277,6 +278,12 @@ TEST_CASE("hf_config: quantized weights keep the KV cache in the torch dtype") {
   const ModelSpec scout = HfModel("llama-4-scout-17b-16e-fp8");
   CHECK(scout.dtype == DType::kFp8);
   CHECK(scout.layers[0].dtype == DType::kBFloat16);
+  // Its ignore list names self_attn: the attention stays 16-bit, 48 layers × (5120 × (40 + 2 ×
+  // 8) × 128 + 40 × 128 × 5120) = 48 × 62,914,560 = 3,019,898,880 parameters, as the preset
+  // says (the preset adds the routers and the vision tower, which the text config lacks).
+  CHECK(scout.compute.attention_16bit);
+  CHECK(scout.compute.num_params_16bit == 3019898880);
+  CHECK_FALSE(ds.compute.attention_16bit);
   // The preset caches fp8 KV: half the page of what vLLM allocates for this checkpoint.
   auto preset = LoadModelPreset("llama-4-scout-17b-16e-fp8");
   REQUIRE(preset.ok());
