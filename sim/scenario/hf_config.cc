@@ -199,7 +199,8 @@ std::string TorchDtype(const Cfg& top, const Cfg& text) {
 // `ignore`, ModelOpt `exclude_modules`, fp8 `ignored_layers` / `modules_to_not_convert`) names
 // the attention projections, by module name or by a pattern over `self_attn`.
 bool IgnoresSelfAttention(const Cfg& q) {
-  for (const char* key : {"ignore", "exclude_modules", "ignored_layers", "modules_to_not_convert"}) {
+  for (const char* key :
+       {"ignore", "exclude_modules", "ignored_layers", "modules_to_not_convert"}) {
     const Json* list = q.Find(key);
     if (!list || !list->is_array()) continue;
     for (const Json& e : *list) {
