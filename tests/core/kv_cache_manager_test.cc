@@ -665,10 +665,10 @@ TEST_CASE("8.18 per-request block maxima", "[kv_manager][8.18]") {
   swa.sliding_window = 1024;
   const int64_t per_full = MaxBlocksPerRequest(full, 16384, 1024, MambaCacheMode::kNone);
   const int64_t per_swa = MaxBlocksPerRequest(swa, 16384, 1024, MambaCacheMode::kNone);
-  CHECK(per_swa == 129);
-  CHECK(1536.0 / static_cast<double>(per_full) == 1.5);
-  CHECK(static_cast<double>(129 * 3) / static_cast<double>(per_swa) == 3.0);
-  CHECK(static_cast<double>((1024 + 129) * 3) / static_cast<double>(per_full + per_swa) == 3.0);
+  CHECK(per_full == 1024);
+  CHECK(per_swa == 129);  // cdiv(1023 + 1024, 16) + 1
+  // The concurrency these maxima give (1.5, 3 and 3 on §8.18's pools) is checked where the
+  // planner computes it: page_planner_test "§8.18 capacity".
 }
 
 TEST_CASE("Config from the hybrid shorthand", "[kv_manager]") {

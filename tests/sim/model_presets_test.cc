@@ -86,8 +86,14 @@ TEST_CASE("Qwen3-Next-80B preset at TP 4 plans 272; Qwen3.5-35B at TP1 1056, pac
 TEST_CASE("every preset plans at TP 1, 2, 4 and 8") {
   for (const auto& n : ModelPresetNames()) {
     for (int64_t tp : {1, 2, 4, 8}) {
+      INFO(n << " TP " << tp);
       const KvCachePlan p = PlanPreset(n, tp);
-      CHECK(p.num_blocks > 1);
+      // The default scenario's 32 GiB per rank holds as many whole blocks as fit (vLLM's
+      // available // page_size // group_size), and the tensors hold exactly those blocks.
+      const int64_t budget = 32LL << 30;
+      REQUIRE(p.block_bytes > 0);
+      CHECK(p.num_blocks == budget / p.block_bytes);
+      CHECK(p.total_bytes() == p.num_blocks * p.block_bytes);
       CHECK_FALSE(p.groups.empty());
       for (const auto& l : p.layers) CHECK(l.spec.page_bytes() > 0);
     }
