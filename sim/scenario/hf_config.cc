@@ -765,8 +765,7 @@ ConfigNode ModelNode(const Model& m, const std::string& name, const SourcePos& p
     for (const Layer& l : m.layers) {
       if (l.type != "full_attention" && l.type != "sliding_window" && l.type != "chunked_local")
         continue;
-      attention += m.hidden * (m.heads + 2 * l.num_kv_heads) * l.head_size +
-                   m.heads * l.head_size * m.hidden;
+      attention += std::llround(AttnParams({m.hidden, m.heads, l.num_kv_heads, l.head_size}));
     }
     c.Set("num_params_16bit", num(attention), pos);
   }

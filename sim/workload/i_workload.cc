@@ -28,10 +28,7 @@ void IWorkload::BuildPrompt(const RequestSpec& spec, std::vector<TokenId>& out) 
     switch (p.kind) {
       case PromptPart::Kind::kRandom: {
         Rng r = Rng::FromState(p.rng);
-        // Multiply-shift instead of modulo: the top 32 random bits scaled to [0, vocab).
-        for (int64_t i = 0; i < p.length; ++i) {
-          out.push_back(static_cast<TokenId>(((r.Next() >> 32) * v) >> 32));
-        }
+        for (int64_t i = 0; i < p.length; ++i) out.push_back(ScaleToVocab(r.Next(), v));
         break;
       }
       case PromptPart::Kind::kRandomBelow: {

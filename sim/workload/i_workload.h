@@ -70,12 +70,16 @@ struct RequestSpec {
   }
 };
 
-// The k-th output token of a request: the hash's top 32 bits scaled to [0, vocab) by a
-// multiply-shift, as prompts draw theirs (a 64-bit modulo per emitted token was a division
-// on the simulator's hottest path).
+// A token id in [0, vocab) from 64 random bits: the top 32 scaled by a multiply-shift (a 64-bit
+// modulo per token was a division on the simulator's hottest paths).
+inline TokenId ScaleToVocab(uint64_t random, uint64_t vocab) {
+  return static_cast<TokenId>(((random >> 32) * vocab) >> 32);
+}
+
+// The k-th output token of a request, drawn as prompts draw theirs.
 inline TokenId OutputToken(uint64_t output_seed, int64_t k, int64_t vocab) {
-  const uint64_t h = SplitMix64(output_seed + static_cast<uint64_t>(k) * 0x9e3779b97f4a7c15ULL);
-  return static_cast<TokenId>(((h >> 32) * static_cast<uint64_t>(vocab)) >> 32);
+  return ScaleToVocab(SplitMix64(output_seed + static_cast<uint64_t>(k) * 0x9e3779b97f4a7c15ULL),
+                      static_cast<uint64_t>(vocab));
 }
 
 class IWorkload {
