@@ -106,27 +106,25 @@ TEST_CASE("pd transfers: with posting overlapping the wire, delivery waits for t
 TEST_CASE("pd transfers: two transfers sharing a decode NIC split it") {
   const Scenario sc = Load();
   const ClusterSetup setup = Setup(sc);
-  PdTransfers t(setup, KvTransferTimeModel{}, 0);
-  // Two prefill instances send 262,144 B each to decode instance 0 at once: its NIC carries
-  // both at 12.5 B/ns, so both end at ceil(262,144 / 12.5) = 20,972 ns; a 10 B/ns cap per
-  // transfer would hold each below its share.
-  for (int p = 0; p < 2; ++p) {
-    const RequestId id{p};
-    t.Expect(id, p, 0);
-    t.Reserve(id, 0, 16, 0);
-    t.StartWire(id, 0);
-  }
-  REQUIRE(t.NextCompletion().has_value());
-  CHECK(*t.NextCompletion() == 20972);
-  PdTransfers capped(setup, KvTransferTimeModel{}, 10);
-  for (int p = 0; p < 2; ++p) {
-    const RequestId id{p};
-    capped.Expect(id, p, 0);
-    capped.Reserve(id, 0, 16, 0);
-    capped.StartWire(id, 0);
-  }
-  REQUIRE(capped.NextCompletion().has_value());
-  CHECK(*capped.NextCompletion() == 26215);  // ceil(262,144 / 10)
+  // Both prefill instances send 16 uncached tokens (262,144 B) to decode instance 0 at 0 ns,
+  // the wire starting at once (posting overlapped); when the first delivery is due.
+  auto first_delivery = [&](double cap_bytes_per_ns) {
+    KvTransferTimeModel time;
+    time.overlap_posting = true;
+    PdTransfers t(setup, time, cap_bytes_per_ns);
+    for (int p = 0; p < 2; ++p) {
+      const RequestId id{p};
+      t.Expect(id, p, 0);
+      CHECK(t.Reserve(id, 0, 16, 0).wire_start == 0);
+      t.StartWire(id, 0);
+    }
+    REQUIRE(t.NextCompletion().has_value());
+    return *t.NextCompletion();
+  };
+  // The decode NIC carries both at 12.5 B/ns: ceil(262,144 / 12.5) = 20,972 ns. A 10 B/ns cap
+  // per transfer holds each below its share: ceil(262,144 / 10) = 26,215 ns.
+  CHECK(first_delivery(0) == 20972);
+  CHECK(first_delivery(10) == 26215);
 }
 
 }  // namespace
