@@ -92,6 +92,7 @@ CostModel::CostModel(const ModelSpec& model, const KvCachePlan& plan, const Hard
   dp_ = std::max<int64_t>(1, plan.config.dp);
   ep_ = std::max<int64_t>(1, plan.config.ep);
   const ModelCompute& mc = model.compute;
+  sampler_us_ = mc.sampling_sorts ? hw.sampler_sort_us : 0.0;
   const int64_t q_heads_total = mc.num_attention_heads;
   hidden_ = static_cast<double>(mc.hidden_size);
   double attn_proj_params = 0;  // whole-model Q/K/V/O weights of the target's attention layers
@@ -254,7 +255,7 @@ StepCost CostModel::Finish() const {
     rec_s = PartSeconds(flops, attn_flops, bytes, hw_.hbm_bandwidth_gbps * 1e9 * hw_.mbu);
   }
 
-  double fixed_s = hw_.step_gpu_us * 1e-6 +
+  double fixed_s = (hw_.step_gpu_us + sampler_us_) * 1e-6 +
                    hw_.layer_overhead_us * 1e-6 * static_cast<double>(num_layers_) + comm_s;
   if (tp_ > 1 && hidden_bytes_ > 0) {
     // Two all-reduces per layer (after attention/mixer and after the MLP) of the step's

@@ -40,7 +40,9 @@
 //   recurrent     per Mamba/GDN layer the state read and written once per sequence, and
 //                 mamba_flops_per_token_state_byte FLOPs per token per state byte.
 //   fixed         step_gpu_us (the step's own kernels outside the layers: input preparation,
-//                 logits gather, sampling), layers · layer_overhead_us, and with TP > 1 two
+//                 logits gather, sampling), sampler_sort_us when the model samples through
+//                 top-k/top-p (model.compute.sampling_sorts: vLLM sorts each row's logits),
+//                 layers · layer_overhead_us, and with TP > 1 two
 //                 all-reduces per layer of tokens · hidden bytes each, priced by
 //                 AllReduceSeconds below (vLLM's custom all-reduce over NVLink, else NCCL).
 // CPU part of a step (scheduling, input preparation, sampling bookkeeping):
@@ -97,6 +99,9 @@ struct HardwareSpec {
   double step_token_ns = 0.0;        // CPU per scheduled token per step
   double layer_overhead_us = 4.0;    // GPU per layer per step (launches, norms, residuals)
   double step_gpu_us = 0.0;          // GPU per step outside the layers: input prep, sampling
+  // GPU per step on top of step_gpu_us when the model samples through top-k/top-p
+  // (model.compute.sampling_sorts): the sort of the logits and its masking kernels.
+  double sampler_sort_us = 0.0;
   // How TP ranks reach each other: "nvlink" (every GPU pair over NVLink/NVSwitch, so vLLM's
   // custom all-reduce runs for messages up to custom_allreduce_max_bytes) or "pcie" (NCCL
   // rings over PCIe, or through host memory without peer-to-peer).
@@ -239,6 +244,7 @@ class CostModel {
   int64_t peer_tokens_ = 0;  // AddPeerTokens
   int64_t ep_ = 1;
   int64_t num_layers_ = 0;
+  double sampler_us_ = 0;  // sampler_sort_us when the model samples through top-k/top-p
   int64_t num_mamba_layers_ = 0;
   int64_t num_attention_layers_ = 0;
   double mamba_state_bytes_ = 0;  // Σ over Mamba layers, per rank per sequence

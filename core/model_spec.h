@@ -97,6 +97,10 @@ struct ModelCompute {
   // The checkpoint keeps its attention projections (QKV and O) in 16 bits (its ignore list
   // names self_attn): the step-time model reads and multiplies them as bf16, not fp8.
   bool attention_16bit = false;
+  // vLLM samples through its top-k/top-p path (a sort of every row's logits, then masking)
+  // when the model's generation_config.json sets top_k or top_p: vLLM applies those defaults
+  // to every request that leaves them unset. Without them it only scales and draws.
+  bool sampling_sorts = true;
   // The positions vLLM's rotary embedding caches cos/sin for: config.json's
   // max_position_embeddings, which a served max_model_len does not shorten (0: max_model_len).
   int64_t max_position_embeddings = 0;

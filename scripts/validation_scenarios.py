@@ -94,6 +94,11 @@ def model_inline(c):
                      ("top_k", "num_experts_per_token")):
         if a.get(src):
             compute[dst] = int(a[src])
+    # vLLM applies the checkpoint's generation_config.json sampling defaults to requests that
+    # leave them unset; Mistral AI's checkpoints set no top_k or top_p, so vLLM samples them
+    # without the top-k/top-p sort (every other checkpoint keeps kvsim's default, sorting).
+    if c["model"].lower().startswith("mistralai/"):
+        compute["sampling_sorts"] = "false"
     fields = ", ".join(f"{k}: {v}" for k, v in compute.items())
     return "\n".join([
         "model:",

@@ -51,7 +51,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METRICS = [("ttft_mean_ms", "TTFT mean"), ("tpot_mean_ms", "TPOT mean"), ("e2e_mean_ms", "E2E mean")]
 # The serving keys: what the presets' fitted block holds, and how it was fitted.
 FIT = ("step_overhead_us,seq_overhead_us,intake_us,intake_token_ns,output_token_us,"
-       "step_gpu_us,layer_overhead_us,allreduce_latency_us")
+       "step_gpu_us,sampler_sort_us,layer_overhead_us,allreduce_latency_us")
 PRIOR = "1"
 ITERATIONS = "6"
 # GPUs without kernel timings and the keys fitted on their own runs (see the docstring).

@@ -34,6 +34,7 @@ constexpr KeyField kKeyFields[] = {
     {"allreduce_latency_us", &HardwareSpec::allreduce_latency_us},
     {"nccl_latency_us", &HardwareSpec::nccl_latency_us},
     {"step_gpu_us", &HardwareSpec::step_gpu_us},
+    {"sampler_sort_us", &HardwareSpec::sampler_sort_us},
     {"intake_us", &HardwareSpec::intake_us},
     {"intake_token_ns", &HardwareSpec::intake_token_ns},
     {"output_token_us", &HardwareSpec::output_token_us},
@@ -137,6 +138,9 @@ const std::vector<FitParameter>& ServingFitParameters() {
       // (norms, rotary, residuals, GEMM tails) a few to tens of microseconds; one pass of the
       // custom all-reduce a few microseconds, an NCCL all-reduce tens.
       {"step_gpu_us", 0, 5000},
+      // The top-k/top-p sampler's sort and masking: a dozen eager kernels over the batch's
+      // logits, tens of microseconds to a few milliseconds.
+      {"sampler_sort_us", 0, 5000},
       {"layer_overhead_us", 0, 40},
       {"allreduce_latency_us", 1, 40},
       {"nccl_latency_us", 5, 200},

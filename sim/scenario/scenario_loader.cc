@@ -324,6 +324,10 @@ ModelSpec ParseModelBody(ConfigReader& r, bool is_draft) {
       c.Bool("attention_16bit", false,
              "a quantized checkpoint keeps the attention projections (QKV, O) in 16 bits (its "
              "ignore list names self_attn)");
+  m.compute.sampling_sorts =
+      c.Bool("sampling_sorts", true,
+             "vLLM samples through top-k/top-p (a sort of the logits): the model's "
+             "generation_config.json sets top_k or top_p");
   m.compute.max_position_embeddings =
       c.Int("max_position_embeddings", 0,
             "positions vLLM's rotary embedding caches cos/sin for (config.json's "

@@ -125,6 +125,11 @@ void ParseHardwareKeys(ConfigReader& r, HardwareSpec& h) {
                            "GPU time per step outside the layers (input preparation, logits, "
                            "sampling kernels), us",
                            0, 100000);
+  h.sampler_sort_us =
+      r.Double("sampler_sort_us", h.sampler_sort_us,
+               "GPU time per step when the model samples through top-k/top-p (sort and "
+               "masking of the logits; model.compute.sampling_sorts), us",
+               0, 100000);
   h.tp_link = r.Choice("tp_link", h.tp_link, {"nvlink", "pcie"},
                        "how TP ranks reach each other: nvlink (vLLM's custom all-reduce up to "
                        "custom_allreduce_max_bytes) or pcie (NCCL rings)");

@@ -189,6 +189,7 @@ TEST_CASE("hardware presets: every fitted serving key inside its plausible physi
       {"intake_token_ns", &HardwareSpec::intake_token_ns, 0, 10000},
       {"output_token_us", &HardwareSpec::output_token_us, 0, 200},
       {"step_gpu_us", &HardwareSpec::step_gpu_us, 0, 3000},
+      {"sampler_sort_us", &HardwareSpec::sampler_sort_us, 0, 3000},
       {"layer_overhead_us", &HardwareSpec::layer_overhead_us, 0, 30},
       {"allreduce_latency_us", &HardwareSpec::allreduce_latency_us, 2, 30},
       {"nccl_latency_us", &HardwareSpec::nccl_latency_us, 5, 100},
@@ -390,6 +391,31 @@ TEST_CASE("all-reduce: vLLM's custom one-shot and two-shot over NVLink, NCCL bey
   hw.tp_link = "pcie";
   hw.interconnect_gbps = 25;
   CHECK(AllReduceSeconds(hw, mib, 2) == Catch::Approx(61.943e-6).epsilon(1e-4));
+}
+
+TEST_CASE("cost model: sampler_sort_us is paid once per step by a model that sorts to sample") {
+  // A model whose generation_config sets top_k or top_p (sampling_sorts, the default) pays
+  // the sampler's sort once per step, at any batch; one that only scales and draws does not.
+  Fixture sorts = Llama8b();
+  Fixture draws = Llama8b();
+  draws.model.compute.sampling_sorts = false;
+  HardwareSpec hw;
+  hw.sampler_sort_us = 0;
+  CostModel base(sorts.model, sorts.plan, hw);
+  hw.sampler_sort_us = 1100;
+  CostModel with_sort(sorts.model, sorts.plan, hw);
+  CostModel without_sort(draws.model, draws.plan, hw);
+  for (int seqs : {1, 64}) {
+    std::vector<std::pair<int64_t, int64_t>> batch(static_cast<size_t>(seqs), {1, 700});
+    base.BatchNanos(batch);
+    with_sort.BatchNanos(batch);
+    without_sort.BatchNanos(batch);
+    const StepCost a = base.Finish(), b = with_sort.Finish(), c = without_sort.Finish();
+    CHECK(b.fixed_ns - a.fixed_ns == 1100000);
+    CHECK(b.gpu_ns - a.gpu_ns == 1100000);
+    CHECK(b.cpu_ns == a.cpu_ns);
+    CHECK(c.gpu_ns == a.gpu_ns);
+  }
 }
 
 TEST_CASE("cost model: step_gpu_us is GPU time once per step") {

@@ -148,7 +148,8 @@ TEST_CASE("hf_config: every shipped preset's config builds the preset's layers a
 // Presets written as `hf_config: ...` plus the keys they override (issue 30: "a preset may
 // then be {hf_config, overrides}"). Each one's hand-written model, as its preset file read
 // before the conversion, is kept here as the independent reference: the preset must give
-// exactly the model it gave.
+// exactly the model it gave (plus sampling_sorts: false, added since on the two Mistral AI
+// presets, from their generation_config.json, which config.json does not carry).
 struct HandWritten {
   const char* preset;
   const char* model;  // the preset file's body before the conversion, as a flow map
@@ -195,12 +196,13 @@ const std::vector<HandWritten>& HandWrittenPresets() {
           layers: [{type: full_attention, count: 40, num_kv_heads: 8, head_size: 128}],
           compute: {hidden_size: 5120, num_attention_heads: 32, num_params: 12250000000,
                     num_active_params: 12250000000, vocab_size: 131072,
-                    intermediate_size: 14336, max_position_embeddings: 1024000}})"},
+                    intermediate_size: 14336, max_position_embeddings: 1024000,
+                    sampling_sorts: false}})"},
       {"mixtral-8x7b", R"({name: Mixtral-8x7B, dtype: bf16, max_model_len: 32768,
           layers: [{type: full_attention, count: 32, num_kv_heads: 8, head_size: 128}],
           compute: {hidden_size: 4096, num_attention_heads: 32, num_params: 46700000000,
                     num_active_params: 12900000000, vocab_size: 32000, num_experts: 8,
-                    num_experts_per_token: 2}})"},
+                    num_experts_per_token: 2, sampling_sorts: false}})"},
   };
   return kHand;
 }
